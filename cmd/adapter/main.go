@@ -1,0 +1,245 @@
+// Command adapter is the Prometheus remote-storage adapter: remote write
+// 1.0/2.0 in, remote read out, samples kept in HBase (or, when no ZooKeeper
+// quorum is given, in an embedded Pebble directory).
+//
+// This package turns flags into configuration and wires the pieces
+// together; nothing else. The protocols live in remote/, the data model in
+// store/, the backends under table/.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/alecthomas/units"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/common/promslog"
+	promslogflag "github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/prom-hbase/prom-hbase/remote"
+	"github.com/prom-hbase/prom-hbase/rowkey"
+	"github.com/prom-hbase/prom-hbase/store"
+	"github.com/prom-hbase/prom-hbase/table"
+	"github.com/prom-hbase/prom-hbase/table/hbasetable"
+	"github.com/prom-hbase/prom-hbase/table/pebbletable"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// config is everything the flags decide.
+type config struct {
+	web *web.FlagConfig
+	log promslog.Config
+
+	storagePath  string
+	zkQuorum     string
+	zkRoot       string
+	rpcTimeout   time.Duration
+	tablePrefix  string
+	retention    model.Duration
+	layout       rowkey.Layout
+	uidCacheSize int
+
+	write         remote.WriteConfig
+	maxBodyBytes  units.Base2Bytes
+	maxDecoded    units.Base2Bytes
+	read          remote.ReadConfig
+	maxFrameBytes units.Base2Bytes
+	limits        remote.Limits
+
+	shutdownTimeout time.Duration
+}
+
+func parseFlags(args []string) (*config, error) {
+	app := kingpin.New("adapter", "Prometheus remote-storage adapter: remote write (1.0, 2.0) and remote read on HBase, in OpenTSDB's table layout.")
+	app.HelpFlag.Short('h')
+	c := &config{web: kingpinflag.AddFlags(app, ":9201")}
+	promslogflag.AddFlags(app, &c.log)
+
+	app.Flag("storage.path", "Directory of the embedded Pebble store, used when --hbase.zookeeper-quorum is not set.").
+		Default("data/").StringVar(&c.storagePath)
+	app.Flag("hbase.zookeeper-quorum", "ZooKeeper quorum of the HBase cluster (host:port,host:port). When set, samples are stored in HBase instead of --storage.path.").
+		PlaceHolder("zk1:2181,zk2:2181").StringVar(&c.zkQuorum)
+	app.Flag("hbase.zookeeper-root", "Root znode of the HBase cluster (zookeeper.znode.parent).").
+		Default("/hbase").StringVar(&c.zkRoot)
+	app.Flag("hbase.rpc-timeout", "Timeout of one HBase RPC attempt.").
+		Default("10s").DurationVar(&c.rpcTimeout)
+	app.Flag("hbase.table-prefix", "Prefix of the table names (<prefix>prom-data, <prefix>prom-uid); may carry a namespace, e.g. 'metrics:'.").
+		Default("").StringVar(&c.tablePrefix)
+	app.Flag("storage.retention", "How long samples are kept, counted from each sample's own time (0: forever). Becomes the data table's TTL.").
+		Default("0s").SetValue(&c.retention)
+	app.Flag("uid.width.metric", "Bytes of a metric-name UID (1..8). Fixed when the tables are created.").
+		Default("3").IntVar(&c.layout.MetricWidth)
+	app.Flag("uid.width.tagk", "Bytes of a label-name UID (1..8). Fixed when the tables are created.").
+		Default("3").IntVar(&c.layout.TagKWidth)
+	app.Flag("uid.width.tagv", "Bytes of a label-value UID (1..8). Fixed when the tables are created.").
+		Default("4").IntVar(&c.layout.TagVWidth)
+	app.Flag("salt.buckets", "Salt buckets of the row keys (1: no salt byte; 2..256). Fixed when the tables are created.").
+		Default(fmt.Sprint(store.DefaultSaltBuckets)).IntVar(&c.layout.SaltBuckets)
+	app.Flag("uid.cache-size", "Entries of each UID cache (0: the store's default).").
+		Default("0").IntVar(&c.uidCacheSize)
+
+	app.Flag("write.max-body-bytes", "Largest compressed remote-write body accepted (413 above).").
+		Default("16MiB").BytesVar(&c.maxBodyBytes)
+	app.Flag("write.max-decoded-bytes", "Largest decompressed remote-write body accepted, checked before decompressing (413 above).").
+		Default("64MiB").BytesVar(&c.maxDecoded)
+	app.Flag("write.timeout", "Time the storage has to acknowledge a write before the sender gets 503 and retries.").
+		Default("30s").DurationVar(&c.write.Timeout)
+	app.Flag("read.sample-limit", "Most samples in one non-streamed (SAMPLES) remote-read response (0: no limit).").
+		Default("50000000").IntVar(&c.read.SampleLimit)
+	app.Flag("read.concurrent-limit", "Most remote reads served at once; more wait up to 5s, then get 429.").
+		Default("10").IntVar(&c.read.ConcurrentLimit)
+	app.Flag("read.max-bytes-in-frame", "Largest frame of a streamed remote-read response (a frame may exceed it by one chunk).").
+		Default("1MiB").BytesVar(&c.maxFrameBytes)
+	app.Flag("limits.max-labels", "Most labels in one series, __name__ included (400 above).").
+		Default(fmt.Sprint(store.DefaultMaxLabels)).IntVar(&c.limits.MaxLabels)
+	app.Flag("limits.max-label-name-length", "Longest label name in bytes (400 above).").
+		Default(fmt.Sprint(store.DefaultMaxLabelNameLength)).IntVar(&c.limits.MaxLabelNameLength)
+	app.Flag("limits.max-label-value-length", "Longest label value in bytes (400 above).").
+		Default(fmt.Sprint(store.DefaultMaxLabelValueLength)).IntVar(&c.limits.MaxLabelValueLength)
+	app.Flag("web.shutdown-timeout", "On SIGTERM, how long in-flight requests may take to finish.").
+		Default("40s").DurationVar(&c.shutdownTimeout)
+
+	if _, err := app.Parse(args); err != nil {
+		return nil, err
+	}
+	c.write.MaxBodyBytes = int64(c.maxBodyBytes)
+	c.write.MaxDecodedBytes = int64(c.maxDecoded)
+	c.write.Limits = c.limits
+	c.read.MaxBytesInFrame = int(c.maxFrameBytes)
+	if c.read.SampleLimit == 0 {
+		c.read.SampleLimit = -1 // remote.ReadConfig: negative means no limit
+	}
+	if err := c.layout.Validate(); err != nil {
+		return nil, fmt.Errorf("row-key layout flags: %w", err)
+	}
+	return c, nil
+}
+
+func run(args []string) int {
+	cfg, err := parseFlags(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "adapter:", err)
+		return 2
+	}
+	logger := promslog.New(&cfg.log)
+	if err := serve(cfg, logger); err != nil {
+		logger.Error("adapter stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// openDB opens the backend the flags name.
+func openDB(ctx context.Context, cfg *config, logger *slog.Logger) (table.DB, error) {
+	if cfg.zkQuorum != "" {
+		logger.Info("opening HBase", "zookeeper", cfg.zkQuorum, "root", cfg.zkRoot)
+		db, err := hbasetable.Open(ctx, hbasetable.Config{ZooKeeper: cfg.zkQuorum, ZKRoot: cfg.zkRoot, RPCTimeout: cfg.rpcTimeout})
+		if err != nil {
+			return nil, fmt.Errorf("connect to HBase via ZooKeeper %s: %w", cfg.zkQuorum, err)
+		}
+		return db, nil
+	}
+	logger.Info("opening embedded storage", "path", cfg.storagePath)
+	db, err := pebbletable.Open(cfg.storagePath, pebbletable.Options{Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("open embedded storage: %w", err)
+	}
+	return db, nil
+}
+
+func serve(cfg *config, logger *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	db, err := openDB(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := db.Close(); err != nil {
+			logger.Error("closing storage", "err", err)
+		}
+	}()
+	st, err := store.Open(ctx, db, store.Config{
+		TablePrefix:         cfg.tablePrefix,
+		Layout:              cfg.layout,
+		Retention:           time.Duration(cfg.retention),
+		MaxLabels:           cfg.limits.MaxLabels,
+		MaxLabelNameLength:  cfg.limits.MaxLabelNameLength,
+		MaxLabelValueLength: cfg.limits.MaxLabelValueLength,
+		UIDCacheSize:        cfg.uidCacheSize,
+		Registerer:          reg,
+		Logger:              logger,
+	})
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			logger.Error("closing store", "err", err)
+		}
+	}()
+
+	m := remote.NewMetrics(reg)
+	mux := http.NewServeMux()
+	mux.Handle("/api/v1/write", remote.NewWriteHandler(st, cfg.write, m, logger))
+	mux.Handle("/api/v1/read", remote.NewReadHandler(st, cfg.read, m, logger))
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "Healthy.")
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		if err := st.Ping(ctx); err != nil {
+			http.Error(w, "Storage not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "Ready.")
+	})
+
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- web.ListenAndServe(srv, cfg.web, logger) }()
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: finishing in-flight requests", "timeout", cfg.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Warn("in-flight requests cut short", "err", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Warn("http server", "err", err)
+	}
+	logger.Info("stopped")
+	return nil
+}

@@ -1,0 +1,13 @@
+// Package e2e holds the end-to-end suite: a real HBase (started by the test
+// command), the adapter binary built from this repository and run as a user
+// runs it, and two real Prometheus servers. Prometheus A scrapes a
+// deterministic target, keeps the data locally and remote-writes it to the
+// adapter; Prometheus B keeps nothing and remote-reads from the adapter. The
+// suite asks both the same PromQL questions and requires the same answers,
+// before and after injected faults (HBase down, an adapter killed, two
+// adapters racing on new series).
+//
+// The package owns only test code. It must not import the adapter's packages:
+// it talks to the adapter over HTTP exactly as Prometheus does, so it tests
+// the product and not its internals.
+package e2e

@@ -1,0 +1,385 @@
+package hbase
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
+	"github.com/prom-hbase/prom-hbase/hbase/pb"
+)
+
+// masterAddr returns the active master's address.
+func (c *Client) masterAddr(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	addr := c.master
+	c.mu.Unlock()
+	if addr != "" {
+		return addr, nil
+	}
+	s, err := c.zk.Master(ctx)
+	if err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	c.master = s.Addr()
+	c.mu.Unlock()
+	return s.Addr(), nil
+}
+
+// onMaster runs a call on the active master, retrying while it is busy,
+// starting or failing over.
+func (c *Client) onMaster(ctx context.Context, call *hrpc.Call) ([]byte, error) {
+	var last error
+	for attempt := 0; attempt < c.cfg.MaxAttempts; attempt++ {
+		if attempt > 0 {
+			if err := sleep(ctx, attempt-1, false); err != nil {
+				return nil, errors.Join(err, last)
+			}
+		}
+		addr, err := c.masterAddr(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			last = err
+			continue
+		}
+		conn, err := c.conn(ctx, addr, hrpc.MasterService)
+		if err == nil {
+			var block []byte
+			if block, err = c.call(ctx, conn, call); err == nil {
+				return block, nil
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, errors.Join(ctx.Err(), err)
+		}
+		last = err
+		switch classify(err) {
+		case hrpc.Fatal:
+			return nil, fmt.Errorf("%s on master %s: %w", call.Method, addr, err)
+		case hrpc.ServerDown:
+			if conn != nil {
+				c.dropConn(conn)
+			}
+			c.mu.Lock()
+			c.master = ""
+			c.mu.Unlock()
+		}
+	}
+	return nil, &RetryError{Attempts: c.cfg.MaxAttempts, Err: last}
+}
+
+// waitProcedure polls a master procedure until it finishes.
+func (c *Client) waitProcedure(ctx context.Context, procID uint64) error {
+	for attempt := 0; ; attempt++ {
+		call := hrpc.NewProcedureResultCall(procID)
+		if _, err := c.onMaster(ctx, call); err != nil {
+			return err
+		}
+		resp := call.Response.(*pb.GetProcedureResultResponse)
+		switch resp.GetState() {
+		case pb.GetProcedureResultResponse_FINISHED:
+			return hrpc.ProcedureError(resp)
+		case pb.GetProcedureResultResponse_NOT_FOUND:
+			return fmt.Errorf("procedure %d not found on the master", procID)
+		}
+		if err := sleep(ctx, min(attempt, 4), false); err != nil {
+			return fmt.Errorf("procedure %d still running: %w", procID, err)
+		}
+	}
+}
+
+func (c *Client) nonce() uint64 { return rand.Uint64() | 1 }
+
+// CreateTable creates a table, pre-split at splitKeys, and waits until it is
+// usable: its procedure finished and every region has a server in meta. A
+// *Exception of class TableExistsException means it was there already.
+func (c *Client) CreateTable(ctx context.Context, table string, families []hrpc.Family, splitKeys [][]byte) error {
+	call, err := hrpc.NewCreateTableCall(table, families, splitKeys, c.nonceGroup, c.nonce())
+	if err != nil {
+		return err
+	}
+	if _, err := c.onMaster(ctx, call); err != nil {
+		return fmt.Errorf("create table %s: %w", table, err)
+	}
+	if err := c.waitProcedure(ctx, call.Response.(*pb.CreateTableResponse).GetProcId()); err != nil {
+		return fmt.Errorf("create table %s: %w", table, err)
+	}
+	c.cache.removeTable(table)
+	return c.waitAssigned(ctx, table, len(splitKeys)+1)
+}
+
+// waitAssigned waits until meta lists want regions of table, each with a
+// server.
+func (c *Client) waitAssigned(ctx context.Context, table string, want int) error {
+	for attempt := 0; ; attempt++ {
+		regions, err := c.Regions(ctx, table)
+		if err != nil && !IsTableNotFound(err) {
+			return err
+		}
+		ok := err == nil && len(regions) >= want
+		for _, r := range regions {
+			ok = ok && r.Addr != ""
+		}
+		if ok {
+			return nil
+		}
+		if err := sleep(ctx, min(attempt, 4), false); err != nil {
+			return fmt.Errorf("table %s: regions not all assigned: %w", table, err)
+		}
+	}
+}
+
+// TableExists reports whether a table exists.
+func (c *Client) TableExists(ctx context.Context, table string) (bool, error) {
+	_, err := c.TableState(ctx, table)
+	if IsTableNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// TableState returns the state of a table (ENABLED, ENABLING, ...); a
+// TableNotFoundException when there is no such table.
+func (c *Client) TableState(ctx context.Context, table string) (pb.TableState_State, error) {
+	call := hrpc.NewGetTableStateCall(table)
+	if _, err := c.onMaster(ctx, call); err != nil {
+		return 0, fmt.Errorf("table %s: %w", table, err)
+	}
+	return call.Response.(*pb.GetTableStateResponse).GetTableState().GetState(), nil
+}
+
+// WaitEnabled waits until a table being created or enabled is ENABLED and
+// every one of its regions has a server.
+func (c *Client) WaitEnabled(ctx context.Context, table string) error {
+	for attempt := 0; ; attempt++ {
+		st, err := c.TableState(ctx, table)
+		if err != nil {
+			return err
+		}
+		if st == pb.TableState_ENABLED {
+			return c.waitAssigned(ctx, table, 1)
+		}
+		if st != pb.TableState_ENABLING {
+			return fmt.Errorf("table %s is %v", table, st)
+		}
+		if err := sleep(ctx, min(attempt, 4), false); err != nil {
+			return fmt.Errorf("table %s still %v: %w", table, st, err)
+		}
+	}
+}
+
+// DisableTable disables a table and waits until it is disabled.
+func (c *Client) DisableTable(ctx context.Context, table string) error {
+	call := hrpc.NewDisableTableCall(table, c.nonceGroup, c.nonce())
+	if _, err := c.onMaster(ctx, call); err != nil {
+		return fmt.Errorf("disable table %s: %w", table, err)
+	}
+	if err := c.waitProcedure(ctx, call.Response.(*pb.DisableTableResponse).GetProcId()); err != nil {
+		return fmt.Errorf("disable table %s: %w", table, err)
+	}
+	return nil
+}
+
+// DeleteTable deletes a disabled table and waits until it is gone.
+func (c *Client) DeleteTable(ctx context.Context, table string) error {
+	call := hrpc.NewDeleteTableCall(table, c.nonceGroup, c.nonce())
+	if _, err := c.onMaster(ctx, call); err != nil {
+		return fmt.Errorf("delete table %s: %w", table, err)
+	}
+	c.cache.removeTable(table)
+	if err := c.waitProcedure(ctx, call.Response.(*pb.DeleteTableResponse).GetProcId()); err != nil {
+		return fmt.Errorf("delete table %s: %w", table, err)
+	}
+	return nil
+}
+
+// onRegionServer runs an AdminService call for one region on its server.
+func (c *Client) onRegionServer(ctx context.Context, r *RegionInfo, call *hrpc.Call) error {
+	conn, err := c.conn(ctx, r.Addr, hrpc.AdminService)
+	if err != nil {
+		return err
+	}
+	if _, err := c.call(ctx, conn, call); err != nil {
+		return fmt.Errorf("%s of %s: %w", call.Method, r, err)
+	}
+	return nil
+}
+
+// FlushTable flushes the memstores of every region of a table to files.
+func (c *Client) FlushTable(ctx context.Context, table string) error {
+	regions, err := c.Regions(ctx, table)
+	if err != nil {
+		return err
+	}
+	for _, r := range regions {
+		if err := c.onRegionServer(ctx, r, hrpc.NewFlushRegionCall(r.Name)); err != nil {
+			return fmt.Errorf("flush %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// MajorCompactTable major-compacts every region of a table and waits until
+// no compaction runs on any of them.
+func (c *Client) MajorCompactTable(ctx context.Context, table string) error {
+	regions, err := c.Regions(ctx, table)
+	if err != nil {
+		return err
+	}
+	for _, r := range regions {
+		if err := c.onRegionServer(ctx, r, hrpc.NewCompactRegionCall(r.Name, true)); err != nil {
+			return fmt.Errorf("compact %s: %w", table, err)
+		}
+	}
+	// The compaction is queued, so the state may read NONE before it
+	// starts: accept NONE once it was seen running, or after a grace time.
+	start := time.Now()
+	for _, r := range regions {
+		seen := false
+		for attempt := 0; ; attempt++ {
+			call := hrpc.NewRegionInfoCall(r.Name)
+			if err := c.onRegionServer(ctx, r, call); err != nil {
+				return fmt.Errorf("compact %s: %w", table, err)
+			}
+			st := call.Response.(*pb.GetRegionInfoResponse).GetCompactionState()
+			if st != pb.GetRegionInfoResponse_NONE {
+				seen = true
+			} else if seen || time.Since(start) > 2*time.Second {
+				break
+			}
+			if err := sleep(ctx, min(attempt, 4), false); err != nil {
+				return fmt.Errorf("compact %s: %w", table, err)
+			}
+		}
+	}
+	return nil
+}
+
+// RegionAt returns the region of table holding row, read from meta now.
+func (c *Client) RegionAt(ctx context.Context, table string, row []byte) (*RegionInfo, error) {
+	regions, err := c.Regions(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range regions {
+		if r.Contains(row) {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("no region of %s holds row %q", table, row)
+}
+
+// SplitRegion splits the region holding splitKey at splitKey and waits
+// until the split finished.
+func (c *Client) SplitRegion(ctx context.Context, table string, splitKey []byte) error {
+	r, err := c.RegionAt(ctx, table, splitKey)
+	if err != nil {
+		return err
+	}
+	call := hrpc.NewSplitRegionCall(r.info, splitKey, c.nonceGroup, c.nonce())
+	if _, err := c.onMaster(ctx, call); err != nil {
+		return fmt.Errorf("split %s at %q: %w", table, splitKey, err)
+	}
+	if err := c.waitProcedure(ctx, call.Response.(*pb.SplitTableRegionResponse).GetProcId()); err != nil {
+		return fmt.Errorf("split %s at %q: %w", table, splitKey, err)
+	}
+	return nil
+}
+
+// MoveRegion moves the region holding row to the server at dest
+// ("host:port"; "" lets the master choose). HBase skips a move to the server
+// that already holds the region; use ReopenRegion for that.
+func (c *Client) MoveRegion(ctx context.Context, table string, row []byte, dest string) error {
+	r, err := c.RegionAt(ctx, table, row)
+	if err != nil {
+		return err
+	}
+	var sn *pb.ServerName
+	if dest != "" {
+		host, port, err := net.SplitHostPort(dest)
+		if err != nil {
+			return fmt.Errorf("move: destination %q: %w", dest, err)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return fmt.Errorf("move: destination %q: %w", dest, err)
+		}
+		sn = &pb.ServerName{HostName: proto.String(host), Port: proto.Uint32(uint32(p))}
+		if dest == r.Addr {
+			sn.StartCode = proto.Uint64(r.StartCode)
+		}
+	}
+	if _, err := c.onMaster(ctx, hrpc.NewMoveRegionCall(r.EncodedName(), sn)); err != nil {
+		return fmt.Errorf("move %s: %w", r, err)
+	}
+	return nil
+}
+
+// ReopenRegion closes the region holding row and opens it again, as a move
+// does, and waits until it is open. Clients holding its location get
+// NotServingRegionException meanwhile.
+func (c *Client) ReopenRegion(ctx context.Context, table string, row []byte) error {
+	r, err := c.RegionAt(ctx, table, row)
+	if err != nil {
+		return err
+	}
+	if _, err := c.onMaster(ctx, hrpc.NewUnassignRegionCall(r.Name)); err != nil {
+		return fmt.Errorf("unassign %s: %w", r, err)
+	}
+	if _, err := c.onMaster(ctx, hrpc.NewAssignRegionCall(r.Name)); err != nil {
+		return fmt.Errorf("assign %s: %w", r, err)
+	}
+	regions, err := c.Regions(ctx, table)
+	if err != nil {
+		return err
+	}
+	return c.waitAssigned(ctx, table, len(regions))
+}
+
+// TableFamilies reads the column families of a table from its descriptor,
+// with the attributes CreateTable sets.
+func (c *Client) TableFamilies(ctx context.Context, table string) ([]hrpc.Family, error) {
+	call := hrpc.NewGetTableDescriptorsCall(table)
+	if _, err := c.onMaster(ctx, call); err != nil {
+		return nil, fmt.Errorf("describe %s: %w", table, err)
+	}
+	schemas := call.Response.(*pb.GetTableDescriptorsResponse).GetTableSchema()
+	if len(schemas) == 0 {
+		return nil, tableNotFound(table)
+	}
+	var out []hrpc.Family
+	for _, cf := range schemas[0].GetColumnFamilies() {
+		f := hrpc.Family{Name: string(cf.GetName())}
+		for _, a := range cf.GetAttributes() {
+			v := string(a.GetSecond())
+			switch string(a.GetFirst()) {
+			case "VERSIONS":
+				f.MaxVersions, _ = strconv.Atoi(v)
+			case "TTL":
+				// HBase stores "forever" as the largest int.
+				if s, err := strconv.ParseInt(v, 10, 64); err == nil && s < 1<<31-1 {
+					f.TTL = time.Duration(s) * time.Second
+				}
+			case "BLOOMFILTER":
+				f.BloomFilter = v
+			case "DATA_BLOCK_ENCODING":
+				f.DataBlockEncoding = v
+			case "COMPRESSION":
+				f.Compression = v
+			case "NEW_VERSION_BEHAVIOR":
+				f.NewVersionBehavior = v == "true" || v == "TRUE"
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}

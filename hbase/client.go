@@ -1,0 +1,356 @@
+// Package hbase is a native client for HBase 2.x: it finds regions through
+// ZooKeeper and hbase:meta, keeps one connection per server and service,
+// retries what HBase says can be retried, and offers Get, Put, Delete,
+// Increment, CheckAndPut, batched Multi calls, Scan and the admin calls a
+// storage backend needs.
+//
+// It owns routing, retries and caching. What goes on the wire is package
+// hrpc's, how it travels package region's, the ZooKeeper format package zk's.
+// It knows nothing of the data it stores.
+package hbase
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
+	"github.com/prom-hbase/prom-hbase/hbase/region"
+	"github.com/prom-hbase/prom-hbase/hbase/zk"
+)
+
+// Exception is the error HBase answered with: the Java class name and the
+// server's message. Use errors.As to inspect it.
+type Exception = hrpc.Exception
+
+// Config says how to reach a cluster.
+type Config struct {
+	// ZooKeeper is the comma-separated quorum, host:port each.
+	ZooKeeper string
+	// ZKRoot is zookeeper.znode.parent ("" means /hbase).
+	ZKRoot string
+	// RPCTimeout bounds one attempt of one call (0: 30s); the caller's
+	// context bounds the whole operation with its retries.
+	RPCTimeout time.Duration
+	// User is the effective user sent to HBase ("" means root).
+	User string
+	// MaxAttempts bounds the tries of one operation (0: 35).
+	MaxAttempts int
+}
+
+// Client talks to one HBase cluster. It is safe for concurrent use.
+type Client struct {
+	cfg   Config
+	zk    *zk.Client
+	cache regionCache
+	// nonceGroup tags this client's nonces, so the server tells retries
+	// of our increments from other clients' calls.
+	nonceGroup uint64
+
+	relocations atomic.Uint64
+	retries     atomic.Uint64
+	partials    atomic.Uint64
+
+	mu     sync.Mutex
+	conns  map[connKey]*region.Conn
+	dials  map[connKey]*dialing
+	meta   string // address of the server holding hbase:meta
+	master string
+	closed bool
+}
+
+type connKey struct{ addr, service string }
+
+type dialing struct {
+	done chan struct{}
+	conn *region.Conn
+	err  error
+}
+
+// ErrClosed is returned by a closed Client.
+var ErrClosed = errors.New("hbase: client closed")
+
+// New returns a client. It connects lazily: the first call finds the
+// cluster.
+func New(cfg Config) *Client {
+	if cfg.RPCTimeout == 0 {
+		cfg.RPCTimeout = 30 * time.Second
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = 35
+	}
+	return &Client{
+		cfg:        cfg,
+		zk:         zk.New(cfg.ZooKeeper, cfg.ZKRoot),
+		nonceGroup: rand.Uint64() | 1,
+		conns:      make(map[connKey]*region.Conn),
+		dials:      make(map[connKey]*dialing),
+	}
+}
+
+// Close closes every connection. Calls in flight fail.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	conns := c.conns
+	c.conns = make(map[connKey]*region.Conn)
+	c.mu.Unlock()
+	for _, conn := range conns {
+		conn.Close()
+	}
+	c.zk.Close()
+	return nil
+}
+
+// conn returns an open connection to addr for service, dialing one when
+// there is none. Concurrent callers share one dial.
+func (c *Client) conn(ctx context.Context, addr, service string) (*region.Conn, error) {
+	key := connKey{addr, service}
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if conn := c.conns[key]; conn != nil {
+			if conn.Err() == nil {
+				c.mu.Unlock()
+				return conn, nil
+			}
+			// A closed connection is never reused.
+			delete(c.conns, key)
+		}
+		if d := c.dials[key]; d != nil {
+			c.mu.Unlock()
+			select {
+			case <-d.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if d.err != nil {
+				return nil, d.err
+			}
+			continue
+		}
+		d := &dialing{done: make(chan struct{})}
+		c.dials[key] = d
+		c.mu.Unlock()
+
+		d.conn, d.err = region.Dial(ctx, addr, service, region.Options{User: c.cfg.User, DialTimeout: c.cfg.RPCTimeout})
+		c.mu.Lock()
+		delete(c.dials, key)
+		if d.err == nil {
+			if c.closed {
+				d.conn.Close()
+				d.err = ErrClosed
+			} else {
+				c.conns[key] = d.conn
+			}
+		}
+		c.mu.Unlock()
+		close(d.done)
+		return d.conn, d.err
+	}
+}
+
+// dropConn forgets a connection that failed and closes it.
+func (c *Client) dropConn(conn *region.Conn) {
+	key := connKey{conn.Addr(), conn.Service()}
+	c.mu.Lock()
+	if c.conns[key] == conn {
+		delete(c.conns, key)
+	}
+	c.mu.Unlock()
+	conn.Close()
+}
+
+// call makes one attempt of a call on a connection, bounded by RPCTimeout.
+func (c *Client) call(ctx context.Context, conn *region.Conn, call *hrpc.Call) ([]byte, error) {
+	actx, cancel := context.WithTimeout(ctx, c.cfg.RPCTimeout)
+	defer cancel()
+	cells, err := conn.Call(actx, call)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		// The attempt timed out, not the operation. The connection may
+		// serve other calls well (a slow call is not a dead server), so
+		// it stays; the attempt is retried after a pause.
+		return nil, &hrpc.Exception{Class: hrpc.CallTimeout,
+			Message: fmt.Sprintf("%s to %s: no answer in %v", call.Method, conn.Addr(), c.cfg.RPCTimeout)}
+	}
+	return cells, err
+}
+
+// classify says what to do about an error of one attempt.
+func classify(err error) hrpc.Kind {
+	var x *hrpc.Exception
+	if errors.As(err, &x) {
+		return x.Kind()
+	}
+	var ce *region.ConnError
+	if errors.As(err, &ce) {
+		return hrpc.ServerDown
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return hrpc.ServerDown
+	}
+	return hrpc.Fatal
+}
+
+// isCallQueueTooBig needs a longer pause than other back-offs.
+func isCallQueueTooBig(err error) bool {
+	var x *hrpc.Exception
+	return errors.As(err, &x) && x.Class == hrpc.CallQueueTooBig
+}
+
+// sleep waits before attempt n (0-based) of a retry: exponential from
+// 20 ms to 2 s with jitter, longer when the server's queue is full.
+func sleep(ctx context.Context, attempt int, long bool) error {
+	d := 20 * time.Millisecond << min(attempt, 7)
+	if d > 2*time.Second {
+		d = 2 * time.Second
+	}
+	if long {
+		d *= 3
+	}
+	d = d/2 + rand.N(d/2+1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stats counts what the client went through.
+type Stats struct {
+	// Retries counts attempts repeated after a retryable error.
+	Retries uint64
+	// Relocations counts regions found elsewhere than cached (moved,
+	// split, reopened) or servers lost.
+	Relocations uint64
+	// Partials counts scan results that carried part of a row.
+	Partials uint64
+}
+
+// Stats returns the counters since the client was made.
+func (c *Client) Stats() Stats {
+	return Stats{Retries: c.retries.Load(), Relocations: c.relocations.Load(), Partials: c.partials.Load()}
+}
+
+// noteRetry counts a retryable error of kind k. Retries are routine (a
+// region moved, a server was busy), so they are logged at debug level only;
+// what is given up on comes back to the caller as an error.
+func (c *Client) noteRetry(k hrpc.Kind, err error) {
+	slog.Debug("hbase: retrying", "kind", k, "err", err)
+	c.retries.Add(1)
+	if k == hrpc.Relocate || k == hrpc.ServerDown {
+		c.relocations.Add(1)
+	}
+}
+
+// forget updates the caches after a retryable error about region r: a
+// region not served where cached is looked up again, a server going away
+// loses its connection and its regions, a region still opening is looked
+// up again after the pause (it may open elsewhere).
+func (c *Client) forget(kind hrpc.Kind, r *RegionInfo, conn *region.Conn, err error) {
+	switch kind {
+	case hrpc.Relocate:
+		c.relocate(r, err)
+	case hrpc.ServerDown:
+		if conn != nil {
+			c.dropConn(conn)
+		}
+		c.cache.removeServer(r.Addr)
+	case hrpc.Backoff:
+		var x *hrpc.Exception
+		if errors.As(err, &x) && x.Class == hrpc.RegionOpening {
+			c.cache.remove(r)
+		}
+	}
+}
+
+// relocate forgets where region r was. A RegionMovedException names the
+// new server: the region is cached there at once, saving a meta lookup.
+func (c *Client) relocate(r *RegionInfo, err error) {
+	var x *hrpc.Exception
+	if errors.As(err, &x) && x.Class == hrpc.RegionMoved && x.Host != "" && x.Port > 0 {
+		moved := *r
+		moved.Addr = net.JoinHostPort(x.Host, strconv.Itoa(x.Port))
+		c.cache.add(&moved)
+		return
+	}
+	c.cache.remove(r)
+}
+
+// RetryError wraps the last error of an operation that ran out of
+// attempts or time while retrying.
+type RetryError struct {
+	Attempts int
+	Err      error
+}
+
+func (e *RetryError) Error() string {
+	return fmt.Sprintf("gave up after %d attempts: %v", e.Attempts, e.Err)
+}
+
+func (e *RetryError) Unwrap() error { return e.Err }
+
+// onRegion runs a call built for the region holding row, relocating and
+// retrying as HBase's answers say. The returned call holds the response.
+func (c *Client) onRegion(ctx context.Context, table string, row []byte, build func(r *RegionInfo) (*hrpc.Call, error)) (*hrpc.Call, []byte, error) {
+	var last error
+	for attempt := 0; attempt < c.cfg.MaxAttempts; attempt++ {
+		if attempt > 0 {
+			if err := sleep(ctx, attempt-1, isCallQueueTooBig(last)); err != nil {
+				return nil, nil, &RetryError{Attempts: attempt, Err: errors.Join(err, last)}
+			}
+		}
+		r, err := c.locate(ctx, table, row)
+		if err != nil {
+			if ctx.Err() != nil || classify(err) == hrpc.Fatal {
+				return nil, nil, err
+			}
+			last = err
+			continue
+		}
+		call, err := build(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		conn, err := c.conn(ctx, r.Addr, call.Service)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, err
+			}
+			c.cache.removeServer(r.Addr)
+			last = err
+			continue
+		}
+		cells, err := c.call(ctx, conn, call)
+		if err == nil {
+			return call, cells, nil
+		}
+		if ctx.Err() != nil {
+			return nil, nil, errors.Join(ctx.Err(), err)
+		}
+		last = err
+		kind := classify(err)
+		if kind != hrpc.Fatal {
+			c.noteRetry(kind, err)
+		}
+		if kind == hrpc.Fatal {
+			return nil, nil, fmt.Errorf("%s on %s: %w", call.Method, r.Addr, err)
+		}
+		c.forget(kind, r, conn, err)
+	}
+	return nil, nil, &RetryError{Attempts: c.cfg.MaxAttempts, Err: last}
+}

@@ -1,0 +1,40 @@
+// Package hbasetest connects tests to the real HBase that the test command
+// starts (scripts/hbase.sh). It owns the environment contract only: it must
+// not know any table layout.
+package hbasetest
+
+import (
+	"os"
+	"testing"
+)
+
+// EnvZK names the environment variable holding the ZooKeeper address
+// (host:port) of the HBase that tests run against.
+const EnvZK = "PROMHBASE_TEST_ZK"
+
+// EnvZKRoot optionally names the ZooKeeper root znode (default /hbase).
+const EnvZKRoot = "PROMHBASE_TEST_ZK_ROOT"
+
+// ZK returns the ZooKeeper address of the test HBase. Without one, the test
+// fails when CI=true (a CI run must never skip HBase tests) and is skipped
+// otherwise, with a message that says how to run it.
+func ZK(tb testing.TB) string {
+	tb.Helper()
+	if zk := os.Getenv(EnvZK); zk != "" {
+		return zk
+	}
+	msg := EnvZK + " is not set: run `make test`, or start HBase with `scripts/hbase.sh start` and export the line `scripts/hbase.sh env` prints"
+	if os.Getenv("CI") == "true" {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
+	return ""
+}
+
+// ZKRoot returns the ZooKeeper root znode of the test HBase.
+func ZKRoot() string {
+	if r := os.Getenv(EnvZKRoot); r != "" {
+		return r
+	}
+	return "/hbase"
+}

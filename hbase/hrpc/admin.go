@@ -1,0 +1,181 @@
+package hrpc
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/prom-hbase/prom-hbase/hbase/pb"
+)
+
+// TableName splits "ns:name" into the message; no namespace means default.
+func TableName(table string) *pb.TableName {
+	ns, name := "default", table
+	if i := strings.IndexByte(table, ':'); i >= 0 {
+		ns, name = table[:i], table[i+1:]
+	}
+	return &pb.TableName{Namespace: []byte(ns), Qualifier: []byte(name)}
+}
+
+// Family describes a column family at table creation. Empty strings and
+// zeros leave HBase's defaults.
+type Family struct {
+	Name              string
+	MaxVersions       int
+	TTL               time.Duration
+	BloomFilter       string // NONE, ROW, ROWCOL
+	DataBlockEncoding string // NONE, FAST_DIFF, ...
+	Compression       string // NONE, SNAPPY, GZ, ...
+	// NewVersionBehavior makes a delete hide only the writes that came
+	// before it, whatever their timestamps: without it, re-writing a deleted
+	// cell with its old timestamp stays invisible until a major compaction.
+	NewVersionBehavior bool
+}
+
+func (f *Family) proto() (*pb.ColumnFamilySchema, error) {
+	if f.Name == "" || len(f.Name) > MaxFamilyLen {
+		return nil, fmt.Errorf("family name %q: want 1..%d bytes", f.Name, MaxFamilyLen)
+	}
+	m := &pb.ColumnFamilySchema{Name: []byte(f.Name)}
+	attr := func(k, v string) {
+		m.Attributes = append(m.Attributes, &pb.BytesBytesPair{First: []byte(k), Second: []byte(v)})
+	}
+	if f.MaxVersions > 0 {
+		attr("VERSIONS", strconv.Itoa(f.MaxVersions))
+	}
+	if f.TTL > 0 {
+		s := int64(f.TTL / time.Second)
+		if s < 1 {
+			s = 1
+		}
+		attr("TTL", strconv.FormatInt(s, 10))
+	}
+	if f.BloomFilter != "" {
+		attr("BLOOMFILTER", strings.ToUpper(f.BloomFilter))
+	}
+	if f.DataBlockEncoding != "" {
+		attr("DATA_BLOCK_ENCODING", strings.ToUpper(f.DataBlockEncoding))
+	}
+	if f.Compression != "" {
+		attr("COMPRESSION", strings.ToUpper(f.Compression))
+	}
+	if f.NewVersionBehavior {
+		attr("NEW_VERSION_BEHAVIOR", "true")
+	}
+	return m, nil
+}
+
+func masterCall(method string, req, resp proto.Message) *Call {
+	return &Call{Service: MasterService, Method: method, Request: req, Response: resp}
+}
+
+// NewCreateTableCall creates a table; the answer carries a procedure id.
+func NewCreateTableCall(table string, families []Family, splitKeys [][]byte, nonceGroup, nonce uint64) (*Call, error) {
+	schema := &pb.TableSchema{TableName: TableName(table)}
+	for i := range families {
+		f, err := families[i].proto()
+		if err != nil {
+			return nil, err
+		}
+		schema.ColumnFamilies = append(schema.ColumnFamilies, f)
+	}
+	if len(schema.ColumnFamilies) == 0 {
+		return nil, fmt.Errorf("table %q: no families", table)
+	}
+	return masterCall("CreateTable", &pb.CreateTableRequest{
+		TableSchema: schema, SplitKeys: splitKeys,
+		NonceGroup: proto.Uint64(nonceGroup), Nonce: proto.Uint64(nonce),
+	}, &pb.CreateTableResponse{}), nil
+}
+
+// NewDisableTableCall disables a table; the answer carries a procedure id.
+func NewDisableTableCall(table string, nonceGroup, nonce uint64) *Call {
+	return masterCall("DisableTable", &pb.DisableTableRequest{
+		TableName: TableName(table), NonceGroup: proto.Uint64(nonceGroup), Nonce: proto.Uint64(nonce),
+	}, &pb.DisableTableResponse{})
+}
+
+// NewDeleteTableCall deletes a disabled table; the answer carries a
+// procedure id.
+func NewDeleteTableCall(table string, nonceGroup, nonce uint64) *Call {
+	return masterCall("DeleteTable", &pb.DeleteTableRequest{
+		TableName: TableName(table), NonceGroup: proto.Uint64(nonceGroup), Nonce: proto.Uint64(nonce),
+	}, &pb.DeleteTableResponse{})
+}
+
+// NewGetTableStateCall asks for a table's state; TableNotFoundException if
+// there is no such table.
+func NewGetTableStateCall(table string) *Call {
+	return masterCall("GetTableState", &pb.GetTableStateRequest{TableName: TableName(table)}, &pb.GetTableStateResponse{})
+}
+
+// NewGetTableDescriptorsCall asks for the schemas of tables.
+func NewGetTableDescriptorsCall(tables ...string) *Call {
+	req := &pb.GetTableDescriptorsRequest{}
+	for _, t := range tables {
+		req.TableNames = append(req.TableNames, TableName(t))
+	}
+	return masterCall("GetTableDescriptors", req, &pb.GetTableDescriptorsResponse{})
+}
+
+// NewProcedureResultCall polls a master procedure.
+func NewProcedureResultCall(procID uint64) *Call {
+	return masterCall("getProcedureResult", &pb.GetProcedureResultRequest{ProcId: proto.Uint64(procID)}, &pb.GetProcedureResultResponse{})
+}
+
+// ProcedureError returns the failure a finished procedure carries, if any.
+func ProcedureError(r *pb.GetProcedureResultResponse) error {
+	x := r.GetException()
+	if x == nil {
+		return nil
+	}
+	g := x.GetGenericException()
+	return &Exception{Class: g.GetClassName(), Message: g.GetMessage(), DoNotRetry: true}
+}
+
+// NewSplitRegionCall splits a region at a row; the answer carries a
+// procedure id.
+func NewSplitRegionCall(info *pb.RegionInfo, splitRow []byte, nonceGroup, nonce uint64) *Call {
+	return masterCall("SplitRegion", &pb.SplitTableRegionRequest{
+		RegionInfo: info, SplitRow: splitRow, NonceGroup: proto.Uint64(nonceGroup), Nonce: proto.Uint64(nonce),
+	}, &pb.SplitTableRegionResponse{})
+}
+
+// NewMoveRegionCall moves a region (by encoded name) to a server, or to
+// one the master picks when dest is nil.
+func NewMoveRegionCall(encodedName []byte, dest *pb.ServerName) *Call {
+	return masterCall("MoveRegion", &pb.MoveRegionRequest{Region: EncodedRegionSpecifier(encodedName), DestServerName: dest}, &pb.MoveRegionResponse{})
+}
+
+// NewFlushRegionCall flushes a region's memstore (AdminService).
+func NewFlushRegionCall(region []byte) *Call {
+	return &Call{Service: AdminService, Method: "FlushRegion",
+		Request: &pb.FlushRegionRequest{Region: RegionSpecifier(region)}, Response: &pb.FlushRegionResponse{}}
+}
+
+// NewCompactRegionCall queues a compaction of a region (AdminService).
+func NewCompactRegionCall(region []byte, major bool) *Call {
+	return &Call{Service: AdminService, Method: "CompactRegion",
+		Request: &pb.CompactRegionRequest{Region: RegionSpecifier(region), Major: proto.Bool(major)}, Response: &pb.CompactRegionResponse{}}
+}
+
+// NewRegionInfoCall asks a region server about a region, with its
+// compaction state (AdminService).
+func NewRegionInfoCall(region []byte) *Call {
+	return &Call{Service: AdminService, Method: "GetRegionInfo",
+		Request: &pb.GetRegionInfoRequest{Region: RegionSpecifier(region), CompactionState: proto.Bool(true)}, Response: &pb.GetRegionInfoResponse{}}
+}
+
+// NewUnassignRegionCall closes a region (by full name) wherever it is open.
+func NewUnassignRegionCall(region []byte) *Call {
+	return masterCall("UnassignRegion", &pb.UnassignRegionRequest{Region: RegionSpecifier(region)}, &pb.UnassignRegionResponse{})
+}
+
+// NewAssignRegionCall opens a closed region (by full name) on a server the
+// master picks.
+func NewAssignRegionCall(region []byte) *Call {
+	return masterCall("AssignRegion", &pb.AssignRegionRequest{Region: RegionSpecifier(region)}, &pb.AssignRegionResponse{})
+}

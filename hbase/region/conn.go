@@ -1,0 +1,300 @@
+package region
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
+)
+
+// ConnError reports that the connection failed or was closed; the call may
+// or may not have reached the server.
+type ConnError struct {
+	Addr    string
+	Service string
+	Err     error
+}
+
+func (e *ConnError) Error() string {
+	return fmt.Sprintf("connection to %s (%s): %v", e.Addr, e.Service, e.Err)
+}
+
+func (e *ConnError) Unwrap() error { return e.Err }
+
+// ErrClosed is the cause of a ConnError after Close.
+var ErrClosed = errors.New("connection closed")
+
+// Options tune a connection.
+type Options struct {
+	// User is the effective user SIMPLE authentication trusts.
+	User string
+	// DialTimeout bounds the TCP connect (0: 10s, or the context's deadline).
+	DialTimeout time.Duration
+}
+
+// Conn is a connection to one server for one service. Many goroutines may
+// call at once: one writer goroutine sends requests in the order they
+// arrive, one reader goroutine hands answers back by call id.
+type Conn struct {
+	addr, service string
+	nc            net.Conn
+	queue         chan *pending
+	done          chan struct{}
+
+	mu      sync.Mutex
+	pending map[uint32]*pending
+	nextID  uint32
+	err     error // why the connection closed; set once
+}
+
+type pending struct {
+	id      uint32
+	call    *hrpc.Call
+	timeout uint32
+	reply   chan reply // buffered: the reader never blocks on a caller
+}
+
+type reply struct {
+	resp *Response
+	err  error
+}
+
+// Dial connects to addr and sends the preamble and connection header.
+// Servers answer a good header with silence, so the connection is usable
+// at once; a bad one is answered with an error and a close, which the first
+// calls see.
+func Dial(ctx context.Context, addr, service string, opts Options) (*Conn, error) {
+	timeout := opts.DialTimeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, &ConnError{Addr: addr, Service: service, Err: err}
+	}
+	user := opts.User
+	if user == "" {
+		user = "root"
+	}
+	hdr, err := AppendConnectionHeader(nil, service, user)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetWriteDeadline(dl)
+	}
+	if _, err := nc.Write(hdr); err != nil {
+		nc.Close()
+		return nil, &ConnError{Addr: addr, Service: service, Err: fmt.Errorf("send connection header: %w", err)}
+	}
+	_ = nc.SetWriteDeadline(time.Time{})
+	c := &Conn{
+		addr: addr, service: service, nc: nc,
+		queue:   make(chan *pending, 256),
+		done:    make(chan struct{}),
+		pending: make(map[uint32]*pending),
+	}
+	go c.writeLoop()
+	go c.readLoop()
+	return c, nil
+}
+
+// Addr is the server's address.
+func (c *Conn) Addr() string { return c.addr }
+
+// Service is the service the connection speaks.
+func (c *Conn) Service() string { return c.service }
+
+// Done is closed when the connection has failed or was closed.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err says why the connection closed, nil while it is open.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close closes the connection and fails the calls in flight.
+func (c *Conn) Close() error {
+	c.fail(ErrClosed)
+	return nil
+}
+
+// fail closes the connection once, with err as the reason.
+func (c *Conn) fail(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = &ConnError{Addr: c.addr, Service: c.service, Err: err}
+	calls := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	close(c.done)
+	c.nc.Close()
+	for _, p := range calls {
+		p.reply <- reply{err: c.err}
+	}
+}
+
+// Call sends the call and waits for its answer, at most until ctx ends.
+// On success the call's Response is filled in and the cell block of the
+// answer is returned; it is the caller's, no one else refers to it. A
+// server exception is returned as *hrpc.Exception, a connection failure as
+// *ConnError.
+func (c *Conn) Call(ctx context.Context, call *hrpc.Call) ([]byte, error) {
+	p := &pending{call: call, reply: make(chan reply, 1)}
+	if dl, ok := ctx.Deadline(); ok {
+		ms := time.Until(dl).Milliseconds()
+		if ms <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+		if ms > 1<<31 {
+			ms = 1 << 31
+		}
+		p.timeout = uint32(ms)
+	}
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return nil, err
+	}
+	// Java keeps call ids in 0..2^31-1; so do we, wrapping.
+	p.id = c.nextID
+	c.nextID = (c.nextID + 1) & (1<<31 - 1)
+	c.pending[p.id] = p
+	c.mu.Unlock()
+
+	select {
+	case c.queue <- p:
+	case <-c.done:
+		// fail() answers every pending call, this one included.
+	case <-ctx.Done():
+		c.forget(p.id)
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-p.reply:
+		if r.err != nil {
+			return nil, r.err
+		}
+		if x := r.resp.Header.Exception; x != nil {
+			return nil, hrpc.FromResponse(x)
+		}
+		if err := proto.Unmarshal(r.resp.Message, call.Response); err != nil {
+			return nil, fmt.Errorf("%s: decode %s response: %w", c.addr, call.Method, err)
+		}
+		return r.resp.Cells, nil
+	case <-ctx.Done():
+		c.forget(p.id)
+		return nil, ctx.Err()
+	}
+}
+
+// forget drops a call whose caller gave up; a late answer is discarded.
+func (c *Conn) forget(id uint32) {
+	c.mu.Lock()
+	if c.pending != nil {
+		delete(c.pending, id)
+	}
+	c.mu.Unlock()
+}
+
+func (c *Conn) writeLoop() {
+	w := bufio.NewWriterSize(c.nc, 64<<10)
+	var buf []byte
+	for {
+		var p *pending
+		select {
+		case p = <-c.queue:
+		case <-c.done:
+			return
+		}
+		var err error
+		buf, err = AppendRequest(buf[:0], p.id, p.call, p.timeout)
+		if err != nil {
+			// A request that cannot be encoded fails alone. Whoever
+			// removes a call from pending answers it, exactly once.
+			c.mu.Lock()
+			_, mine := c.pending[p.id]
+			delete(c.pending, p.id)
+			c.mu.Unlock()
+			if mine {
+				p.reply <- reply{err: err}
+			}
+			continue
+		}
+		if _, err := w.Write(buf); err != nil {
+			c.fail(fmt.Errorf("write: %w", err))
+			return
+		}
+		// Flush when no other request is waiting: calls that arrive
+		// together leave in one write.
+		if len(c.queue) == 0 {
+			if err := w.Flush(); err != nil {
+				c.fail(fmt.Errorf("write: %w", err))
+				return
+			}
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil
+		}
+	}
+}
+
+func (c *Conn) readLoop() {
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	var lenBuf [4]byte
+	for {
+		if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
+			c.fail(fmt.Errorf("read: %w", err))
+			return
+		}
+		n := binary.BigEndian.Uint32(lenBuf[:])
+		if n > MaxFrame {
+			c.fail(fmt.Errorf("%w: response frame of %d bytes", ErrFrame, n))
+			return
+		}
+		// A fresh buffer per frame: the caller keeps the cell block.
+		frame := make([]byte, n)
+		if _, err := io.ReadFull(r, frame); err != nil {
+			c.fail(fmt.Errorf("read: %w", err))
+			return
+		}
+		rep := reply{resp: new(Response)}
+		if err := ParseResponse(frame, rep.resp); err != nil {
+			c.fail(err)
+			return
+		}
+		id := rep.resp.Header.GetCallId()
+		c.mu.Lock()
+		p := c.pending[id]
+		if p != nil {
+			delete(c.pending, id)
+		}
+		c.mu.Unlock()
+		if p == nil {
+			if x := rep.resp.Header.Exception; x != nil && (rep.resp.Header.CallId == nil || id == 1<<32-1) {
+				// A fatal connection-level error (bad header, auth...).
+				c.fail(hrpc.FromResponse(x))
+				return
+			}
+			continue // an answer nobody waits for anymore
+		}
+		p.reply <- rep
+	}
+}

@@ -1,0 +1,505 @@
+package labels2uid
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// Config configures a Resolver. The zero value is usable.
+type Config struct {
+	// Widths are the UID widths (zero value: DefaultWidths).
+	Widths Widths
+	// CacheSize bounds each of the six caches (forward and reverse, per
+	// kind) in entries (0: 1<<20).
+	CacheSize int
+	// AssignConcurrency bounds the assignments one batch runs at once (0: 8).
+	AssignConcurrency int
+	// Registerer receives the resolver's metrics (nil: none).
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+}
+
+// Resolver maps strings to UIDs and back through the UID table. It is safe
+// for concurrent use; several Resolvers (in one process or many) may share a
+// UID table.
+type Resolver struct {
+	tbl     table.Table
+	widths  Widths
+	conc    int
+	logger  *slog.Logger
+	forward [NumKinds]*cache[string, uint64]
+	reverse [NumKinds]*cache[uint64, string]
+
+	flightMu sync.Mutex
+	flights  map[flightKey]*flight
+
+	assigned  *prometheus.CounterVec
+	remaining *prometheus.GaugeVec
+	mu        sync.Mutex              // orders updates of remaining
+	counters  [NumKinds]atomic.Uint64 // highest counter value seen per kind
+}
+
+type flightKey struct {
+	kind Kind
+	name string
+}
+
+type flight struct {
+	done chan struct{}
+	uid  uint64
+	err  error
+}
+
+// New returns a Resolver over tbl, the UID table (families FamilyID and
+// FamilyName).
+func New(ctx context.Context, tbl table.Table, cfg Config) (*Resolver, error) {
+	if cfg.Widths == (Widths{}) {
+		cfg.Widths = DefaultWidths
+	}
+	if err := cfg.Widths.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.CacheSize <= 0 {
+		cfg.CacheSize = 1 << 20
+	}
+	if cfg.AssignConcurrency <= 0 {
+		cfg.AssignConcurrency = 8
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &Resolver{
+		tbl:     tbl,
+		widths:  cfg.Widths,
+		conc:    cfg.AssignConcurrency,
+		logger:  cfg.Logger,
+		flights: make(map[flightKey]*flight),
+		assigned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promhbase_uid_assignments_total",
+			Help: "New UIDs this process assigned, by kind.",
+		}, []string{"kind"}),
+		remaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "promhbase_uid_remaining",
+			Help: "UIDs left to assign, by kind, as of this process's last look at the counter.",
+		}, []string{"kind"}),
+	}
+	for k := range NumKinds {
+		r.forward[k] = newCache[string, uint64](cfg.CacheSize, hashString)
+		r.reverse[k] = newCache[uint64, string](cfg.CacheSize, hashUID)
+	}
+	rows, err := tbl.Get(ctx, FamilyID, [][]byte{counterRow})
+	if err != nil {
+		return nil, fmt.Errorf("read UID counters: %w", err)
+	}
+	for k := range NumKinds {
+		var n uint64
+		if c := findCell(rows[0], qualifiers[k]); c != nil && len(c.Value) == 8 {
+			n = binary.BigEndian.Uint64(c.Value)
+		}
+		r.setRemaining(Kind(k), n)
+	}
+	if cfg.Registerer != nil {
+		if err := r.register(cfg.Registerer); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func (r *Resolver) register(reg prometheus.Registerer) error {
+	cs := []prometheus.Collector{r.assigned, r.remaining}
+	for k := range NumKinds {
+		for _, dir := range []struct {
+			name         string
+			hits, misses func() float64
+		}{
+			{"forward", func() float64 { h, _ := r.forward[k].stats(); return float64(h) }, func() float64 { _, m := r.forward[k].stats(); return float64(m) }},
+			{"reverse", func() float64 { h, _ := r.reverse[k].stats(); return float64(h) }, func() float64 { _, m := r.reverse[k].stats(); return float64(m) }},
+		} {
+			lbls := prometheus.Labels{"kind": Kind(k).String(), "direction": dir.name}
+			cs = append(cs,
+				prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "promhbase_uid_cache_hits_total", Help: "UID cache lookups answered from memory.", ConstLabels: lbls}, dir.hits),
+				prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "promhbase_uid_cache_misses_total", Help: "UID cache lookups that went to the UID table.", ConstLabels: lbls}, dir.misses),
+			)
+		}
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register UID metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// Widths returns the UID widths.
+func (r *Resolver) Widths() Widths { return r.widths }
+
+// Cached returns the UID of name from the cache only. It is the write path's
+// fast path: no allocation, no I/O.
+func (r *Resolver) Cached(kind Kind, name string) (uint64, bool) {
+	if name == "" {
+		return 0, true
+	}
+	return r.forward[kind].get(name)
+}
+
+// Batch is a set of strings to resolve in one round trip, per kind, and the
+// answers. Reuse it with Reset.
+type Batch struct {
+	Names [NumKinds][]string
+	UIDs  [NumKinds][]uint64
+	// Found reports, after Lookup, which names have a UID.
+	Found [NumKinds][]bool
+
+	keys    [][]byte
+	keyIdx  map[string]int
+	missing []missRef
+}
+
+type missRef struct {
+	kind Kind
+	i    int
+	row  int
+}
+
+// Add queues name and returns its index in b.Names[kind].
+func (b *Batch) Add(kind Kind, name string) int {
+	b.Names[kind] = append(b.Names[kind], name)
+	return len(b.Names[kind]) - 1
+}
+
+// Len is the number of queued names.
+func (b *Batch) Len() int { return len(b.Names[0]) + len(b.Names[1]) + len(b.Names[2]) }
+
+// Reset empties b, keeping its memory.
+func (b *Batch) Reset() {
+	for k := range NumKinds {
+		clear(b.Names[k]) // drop string references
+		b.Names[k] = b.Names[k][:0]
+		b.UIDs[k] = b.UIDs[k][:0]
+		b.Found[k] = b.Found[k][:0]
+	}
+}
+
+// GetOrAssign sets b.UIDs to the UIDs of b.Names, assigning UIDs to strings
+// that have none yet. Cache misses are read with one Get of forward rows; the
+// strings still missing are assigned concurrently (bounded).
+func (r *Resolver) GetOrAssign(ctx context.Context, b *Batch) error {
+	if err := r.lookup(ctx, b); err != nil {
+		return err
+	}
+	// Each distinct missing string is assigned once, whatever its count.
+	todo := map[flightKey][]int{}
+	for k := range NumKinds {
+		for i, ok := range b.Found[k] {
+			if !ok {
+				key := flightKey{Kind(k), b.Names[k][i]}
+				todo[key] = append(todo[key], i)
+			}
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	sem := make(chan struct{}, r.conc)
+	errs := make(chan error, len(todo))
+	var wg sync.WaitGroup
+	for key, idx := range todo {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			uid, err := r.assign(ctx, key.kind, key.name)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for _, i := range idx {
+				b.UIDs[key.kind][i] = uid
+				b.Found[key.kind][i] = true
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs // nil when the channel is empty
+}
+
+// Lookup sets b.UIDs and b.Found for the strings that have a UID, without
+// assigning any.
+func (r *Resolver) Lookup(ctx context.Context, b *Batch) error {
+	return r.lookup(ctx, b)
+}
+
+func (r *Resolver) lookup(ctx context.Context, b *Batch) error {
+	b.keys = b.keys[:0]
+	b.missing = b.missing[:0]
+	if b.keyIdx == nil {
+		b.keyIdx = make(map[string]int)
+	}
+	clear(b.keyIdx)
+	for k := range NumKinds {
+		names := b.Names[k]
+		b.UIDs[k] = resize(b.UIDs[k], len(names))
+		b.Found[k] = resize(b.Found[k], len(names))
+		for i, name := range names {
+			if reserved(name) {
+				return fmt.Errorf("%s %q: %w", Kind(k), name, ErrReserved)
+			}
+			if name == "" {
+				b.UIDs[k][i], b.Found[k][i] = 0, true
+				continue
+			}
+			uid, ok := r.forward[k].get(name)
+			b.UIDs[k][i], b.Found[k][i] = uid, ok
+			if ok {
+				continue
+			}
+			// A string missed as both tag key and tag value is one forward row.
+			row, seen := b.keyIdx[name]
+			if !seen {
+				row = len(b.keys)
+				b.keyIdx[name] = row
+				b.keys = append(b.keys, []byte(name))
+			}
+			b.missing = append(b.missing, missRef{kind: Kind(k), i: i, row: row})
+		}
+	}
+	if len(b.missing) == 0 {
+		return nil
+	}
+	rows, err := r.tbl.Get(ctx, FamilyID, b.keys)
+	if err != nil {
+		return fmt.Errorf("read forward UID mappings: %w", err)
+	}
+	for _, m := range b.missing {
+		c := findCell(rows[m.row], qualifiers[m.kind])
+		if c == nil {
+			continue
+		}
+		uid, err := r.decode(m.kind, c.Value)
+		if err != nil {
+			return fmt.Errorf("forward mapping of %s %q: %w", m.kind, b.Names[m.kind][m.i], err)
+		}
+		b.UIDs[m.kind][m.i], b.Found[m.kind][m.i] = uid, true
+		r.forward[m.kind].put(b.Names[m.kind][m.i], uid)
+	}
+	return nil
+}
+
+// assign assigns a UID to name, sharing the work with concurrent callers in
+// this process that ask for the same string.
+func (r *Resolver) assign(ctx context.Context, kind Kind, name string) (uint64, error) {
+	key := flightKey{kind, name}
+	r.flightMu.Lock()
+	if f, ok := r.flights[key]; ok {
+		r.flightMu.Unlock()
+		select {
+		case <-f.done:
+			return f.uid, f.err
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	f := &flight{done: make(chan struct{})}
+	r.flights[key] = f
+	r.flightMu.Unlock()
+
+	f.uid, f.err = r.assignSlow(ctx, kind, name)
+	if f.err == nil {
+		r.forward[kind].put(name, f.uid)
+		r.reverse[kind].put(f.uid, name)
+	}
+	r.flightMu.Lock()
+	delete(r.flights, key)
+	r.flightMu.Unlock()
+	close(f.done)
+	return f.uid, f.err
+}
+
+// assignSlow runs OpenTSDB's assignment protocol. The reverse mapping goes
+// first so that a crash never leaves a forward mapping (which data rows will
+// use) without a way back to its string.
+func (r *Resolver) assignSlow(ctx context.Context, kind Kind, name string) (uint64, error) {
+	q := qualifiers[kind]
+	w := r.widths[kind]
+	n, err := r.tbl.Increment(ctx, counterRow, FamilyID, q, 1)
+	if err != nil {
+		return 0, fmt.Errorf("assign %s UID for %q: increment counter: %w", kind, name, err)
+	}
+	if n <= 0 || uint64(n) > MaxUID(w) {
+		r.setRemaining(kind, MaxUID(w))
+		return 0, fmt.Errorf("assign %s UID for %q: all %d-byte %s UIDs are assigned: %w", kind, name, w, kind, ErrExhausted)
+	}
+	uid := uint64(n)
+	r.setRemaining(kind, uid)
+	uidb := AppendUID(make([]byte, 0, w), uid, w)
+	nameb := []byte(name)
+
+	ok, err := r.tbl.CheckAndPut(ctx, uidb, FamilyName, q, nil, []table.Cell{{
+		Row: uidb, Family: FamilyName, Qualifier: q, Timestamp: table.LatestTimestamp, Value: nameb,
+	}})
+	if err != nil {
+		return 0, fmt.Errorf("assign %s UID %d to %q: write reverse mapping: %w", kind, uid, name, err)
+	}
+	if !ok {
+		return 0, fmt.Errorf("assign %s UID %d to %q: a reverse mapping for it exists already (was the counter row changed by hand?)", kind, uid, name)
+	}
+	ok, err = r.tbl.CheckAndPut(ctx, nameb, FamilyID, q, nil, []table.Cell{{
+		Row: nameb, Family: FamilyID, Qualifier: q, Timestamp: table.LatestTimestamp, Value: uidb,
+	}})
+	if err != nil {
+		// The forward mapping may have been written: keep the reverse one.
+		return 0, fmt.Errorf("assign %s UID %d to %q: write forward mapping: %w", kind, uid, name, err)
+	}
+	if ok {
+		r.assigned.WithLabelValues(kind.String()).Inc()
+		return uid, nil
+	}
+	// Another writer won. Its UID is the one; ours is leaked, and its reverse
+	// mapping, which no data row can use, is removed.
+	rows, err := r.tbl.Get(ctx, FamilyID, [][]byte{nameb})
+	if err != nil {
+		return 0, fmt.Errorf("assign %s UID to %q: read the winning mapping: %w", kind, name, err)
+	}
+	c := findCell(rows[0], q)
+	if c == nil {
+		return 0, fmt.Errorf("assign %s UID to %q: check-and-put lost, yet no forward mapping is there", kind, name)
+	}
+	won, err := r.decode(kind, c.Value)
+	if err != nil {
+		return 0, fmt.Errorf("forward mapping of %s %q: %w", kind, name, err)
+	}
+	if err := r.tbl.Delete(ctx, []table.Cell{{Row: uidb, Family: FamilyName, Qualifier: q}}); err != nil {
+		r.logger.Warn("could not remove the reverse mapping of a UID lost in a race; it is unused and harmless",
+			"kind", kind.String(), "uid", uid, "err", err)
+	}
+	return won, nil
+}
+
+// setRemaining updates the gauge from a counter value; concurrent
+// assignments report their values in any order, so only the highest counts.
+func (r *Resolver) setRemaining(kind Kind, counter uint64) {
+	for {
+		seen := r.counters[kind].Load()
+		if counter < seen {
+			return
+		}
+		if r.counters[kind].CompareAndSwap(seen, counter) {
+			break
+		}
+	}
+	max := MaxUID(r.widths[kind])
+	left := uint64(0)
+	if counter < max {
+		left = max - counter
+	}
+	r.mu.Lock()
+	// Set under the lock and re-checked, so a lower value never lands last.
+	if r.counters[kind].Load() == counter {
+		r.remaining.WithLabelValues(kind.String()).Set(float64(left))
+	}
+	r.mu.Unlock()
+}
+
+func (r *Resolver) decode(kind Kind, b []byte) (uint64, error) {
+	if len(b) != r.widths[kind] {
+		return 0, fmt.Errorf("UID is %d bytes, want %d (UID width mismatch)", len(b), r.widths[kind])
+	}
+	return DecodeUID(b), nil
+}
+
+// Names appends to dst the strings of the UIDs of kind, in order. A UID
+// without a reverse mapping is an error: data rows only use UIDs whose
+// reverse mapping was written first.
+func (r *Resolver) Names(ctx context.Context, kind Kind, uids []uint64, dst []string) ([]string, error) {
+	base := len(dst)
+	var missIdx []int
+	var keys [][]byte
+	for i, uid := range uids {
+		if uid == 0 {
+			dst = append(dst, "")
+			continue
+		}
+		name, ok := r.reverse[kind].get(uid)
+		dst = append(dst, name)
+		if !ok {
+			missIdx = append(missIdx, i)
+			keys = append(keys, AppendUID(nil, uid, r.widths[kind]))
+		}
+	}
+	if len(keys) == 0 {
+		return dst, nil
+	}
+	rows, err := r.tbl.Get(ctx, FamilyName, keys)
+	if err != nil {
+		return dst, fmt.Errorf("read reverse UID mappings: %w", err)
+	}
+	for j, i := range missIdx {
+		c := findCell(rows[j], qualifiers[kind])
+		if c == nil {
+			return dst, fmt.Errorf("%s UID %d has no name in the UID table", kind, uids[i])
+		}
+		name := string(c.Value)
+		dst[base+i] = name
+		r.reverse[kind].put(uids[i], name)
+	}
+	return dst, nil
+}
+
+// List returns every string of kind with a UID, and the UIDs, by scanning the
+// forward mappings; the empty string (UID 0) comes first. It serves selectors
+// that name no metric; its cost grows with the UID table, not with the answer.
+func (r *Resolver) List(ctx context.Context, kind Kind) ([]string, []uint64, error) {
+	sc := r.tbl.Scan(ctx, table.ScanOptions{Start: []byte{1}, Family: FamilyID})
+	defer sc.Close()
+	names := []string{""}
+	uids := []uint64{0}
+	q := qualifiers[kind]
+	for sc.Next() {
+		row := sc.At()
+		c := findCell(row, q)
+		if c == nil {
+			continue
+		}
+		uid, err := r.decode(kind, c.Value)
+		if err != nil {
+			return nil, nil, fmt.Errorf("forward mapping of %s %q: %w", kind, row.Key, err)
+		}
+		name := string(row.Key)
+		names = append(names, name)
+		uids = append(uids, uid)
+		r.forward[kind].put(name, uid)
+		r.reverse[kind].put(uid, name)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, fmt.Errorf("list %s UIDs: %w", kind, err)
+	}
+	return names, uids, nil
+}
+
+func findCell(row table.Row, qualifier []byte) *table.Cell {
+	for i := range row.Cells {
+		if bytes.Equal(row.Cells[i].Qualifier, qualifier) {
+			return &row.Cells[i]
+		}
+	}
+	return nil
+}
+
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}

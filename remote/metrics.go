@@ -1,0 +1,115 @@
+package remote
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the HTTP layer's instruments. One Metrics serves both
+// handlers; create it once per registry.
+type Metrics struct {
+	samplesReceived prometheus.Counter
+	samplesWritten  prometheus.Counter
+	samplesRejected *prometheus.CounterVec
+	samplesRead     prometheus.Counter
+	duration        *prometheus.HistogramVec
+	inFlight        *prometheus.GaugeVec
+}
+
+// NewMetrics creates the metrics and registers them on reg (nil: not
+// registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		samplesReceived: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_remote_write_samples_received_total",
+			Help: "Float samples received in remote-write requests that could be decoded.",
+		}),
+		samplesWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_remote_write_samples_written_total",
+			Help: "Float samples acknowledged as stored.",
+		}),
+		samplesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promhbase_remote_write_samples_rejected_total",
+			Help: "Samples (float and native histogram) received but not stored, by reason.",
+		}, []string{"reason"}),
+		samplesRead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_remote_read_samples_total",
+			Help: "Samples sent in remote-read responses.",
+		}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:                           "promhbase_http_request_duration_seconds",
+			Help:                           "Duration of remote-storage HTTP requests, by endpoint and status code.",
+			Buckets:                        []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+			NativeHistogramBucketFactor:    1.1,
+			NativeHistogramMaxBucketNumber: 100,
+		}, []string{"endpoint", "code"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "promhbase_http_requests_in_flight",
+			Help: "Remote-storage HTTP requests being served, by endpoint.",
+		}, []string{"endpoint"}),
+	}
+	for _, r := range []string{reasonInvalidLabels, reasonTooManyLabels, reasonLabelTooLong, reasonHistogram, reasonStorage, reasonStoreInvalid} {
+		m.samplesRejected.WithLabelValues(r)
+	}
+	if reg != nil {
+		reg.MustRegister(m.samplesReceived, m.samplesWritten, m.samplesRejected, m.samplesRead, m.duration, m.inFlight)
+	}
+	return m
+}
+
+// instrument wraps h with the duration and in-flight metrics of endpoint.
+// Unlike promhttp's wrappers it observes from a defer, so a handler that
+// aborts a streamed response (panic(http.ErrAbortHandler)) is still counted.
+func (m *Metrics) instrument(endpoint string, h http.Handler) http.Handler {
+	inFlight := m.inFlight.WithLabelValues(endpoint)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		inFlight.Inc()
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			inFlight.Dec()
+			code := rec.status
+			if code == 0 {
+				code = http.StatusOK
+			}
+			if p := recover(); p != nil {
+				m.duration.WithLabelValues(endpoint, "aborted").Observe(time.Since(start).Seconds())
+				panic(p)
+			}
+			m.duration.WithLabelValues(endpoint, strconv.Itoa(code)).Observe(time.Since(start).Seconds())
+		}()
+		h.ServeHTTP(rec, r)
+	})
+}
+
+// statusRecorder remembers the status code and keeps http.Flusher reachable
+// for streamed reads.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

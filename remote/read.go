@@ -1,0 +1,367 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/prom-hbase/prom-hbase/store"
+)
+
+// ReadConfig configures the remote-read handler.
+type ReadConfig struct {
+	// SampleLimit bounds the samples of one SAMPLES response, which is built
+	// in memory (0: 50M, Prometheus's default; negative: no limit).
+	SampleLimit int
+	// ConcurrentLimit bounds the reads served at once (default 10).
+	ConcurrentLimit int
+	// QueueTimeout is how long a read waits for a slot before it is refused
+	// with 429 (default 5s).
+	QueueTimeout time.Duration
+	// MaxBytesInFrame bounds a streamed frame, as Prometheus's
+	// --storage.remote.read-max-bytes-in-frame (default 1 MiB).
+	MaxBytesInFrame int
+	// MaxRequestBytes bounds the request body, compressed and decompressed
+	// (default 8 MiB).
+	MaxRequestBytes int64
+}
+
+func (c *ReadConfig) setDefaults() {
+	if c.SampleLimit == 0 {
+		c.SampleLimit = 5e7
+	}
+	if c.ConcurrentLimit <= 0 {
+		c.ConcurrentLimit = 10
+	}
+	if c.QueueTimeout <= 0 {
+		c.QueueTimeout = 5 * time.Second
+	}
+	if c.MaxBytesInFrame <= 0 {
+		c.MaxBytesInFrame = 1 << 20
+	}
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = 8 << 20
+	}
+}
+
+// samplesPerChunk is where Prometheus's head cuts an XOR chunk.
+const samplesPerChunk = 120
+
+const streamedContentType = "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse"
+
+type readHandler struct {
+	q      store.Querier
+	cfg    ReadConfig
+	m      *Metrics
+	logger *slog.Logger
+	slots  chan struct{}
+	bufs   sync.Pool // *readBuffers
+}
+
+type readBuffers struct {
+	body, decoded, frame []byte
+	lbls                 []prompb.Label
+	chunks               []prompb.Chunk
+	xor                  []*chunkenc.XORChunk
+}
+
+// NewReadHandler returns the handler of /api/v1/read.
+func NewReadHandler(q store.Querier, cfg ReadConfig, m *Metrics, logger *slog.Logger) http.Handler {
+	cfg.setDefaults()
+	h := &readHandler{q: q, cfg: cfg, m: m, logger: logger, slots: make(chan struct{}, cfg.ConcurrentLimit)}
+	h.bufs.New = func() any { return new(readBuffers) }
+	return m.instrument("read", h)
+}
+
+// httpError is an answer decided before any byte of the response is sent.
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func errorf(code int, format string, args ...any) *httpError {
+	return &httpError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func (h *readHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, fmt.Sprintf("method %s not allowed: remote read takes POST", r.Method), http.StatusMethodNotAllowed)
+		return
+	}
+	if err := h.acquire(r.Context()); err != nil {
+		h.fail(w, err)
+		return
+	}
+	defer func() { <-h.slots }()
+
+	bufs := h.bufs.Get().(*readBuffers)
+	defer h.bufs.Put(bufs)
+
+	req, queries, err := h.decode(r, bufs)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	respType, err := negotiateRead(req.AcceptedResponseTypes)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	if respType == prompb.ReadRequest_STREAMED_XOR_CHUNKS {
+		h.streamed(r.Context(), w, queries, bufs)
+		return
+	}
+	h.samples(r.Context(), w, queries, bufs)
+}
+
+func (h *readHandler) acquire(ctx context.Context) *httpError {
+	select {
+	case h.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(h.cfg.QueueTimeout)
+	defer t.Stop()
+	select {
+	case h.slots <- struct{}{}:
+		return nil
+	case <-t.C:
+		return errorf(http.StatusTooManyRequests, "too many concurrent remote reads (limit %d): retry later", h.cfg.ConcurrentLimit)
+	case <-ctx.Done():
+		return errorf(http.StatusServiceUnavailable, "gave up waiting for a read slot: %v", ctx.Err())
+	}
+}
+
+func (h *readHandler) fail(w http.ResponseWriter, err error) {
+	var he *httpError
+	if !errors.As(err, &he) {
+		he = &httpError{code: http.StatusServiceUnavailable, msg: "storage unavailable: " + err.Error()}
+	}
+	if he.code >= 500 {
+		h.logger.Warn("remote read failed", "code", he.code, "err", he.msg)
+	}
+	http.Error(w, he.msg, he.code)
+}
+
+// decode reads, decompresses and parses the request and turns its queries
+// into store queries, so that every bad part is refused before anything is
+// sent.
+func (h *readHandler) decode(r *http.Request, bufs *readBuffers) (*prompb.ReadRequest, []store.Query, error) {
+	limit := h.cfg.MaxRequestBytes
+	if r.ContentLength > limit {
+		return nil, nil, errorf(http.StatusRequestEntityTooLarge, "body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit)
+	}
+	var err error
+	bufs.body, err = readBody(bufs.body[:0], r.Body, limit)
+	if errors.Is(err, errTooLarge) {
+		return nil, nil, errorf(http.StatusRequestEntityTooLarge, "body exceeds the limit of %d bytes", limit)
+	}
+	if err != nil {
+		return nil, nil, errorf(http.StatusBadRequest, "reading body: %v", err)
+	}
+	n, err := snappy.DecodedLen(bufs.body)
+	if err != nil {
+		return nil, nil, errorf(http.StatusBadRequest, "body is not snappy block-compressed: %v", err)
+	}
+	if int64(n) > limit {
+		return nil, nil, errorf(http.StatusRequestEntityTooLarge, "body claims %d bytes decompressed, more than the limit of %d bytes", n, limit)
+	}
+	if cap(bufs.decoded) < n {
+		bufs.decoded = make([]byte, n)
+	}
+	bufs.decoded, err = snappy.Decode(bufs.decoded[:cap(bufs.decoded)], bufs.body)
+	if err != nil {
+		return nil, nil, errorf(http.StatusBadRequest, "body is not snappy block-compressed: %v", err)
+	}
+	return parseReadRequest(bufs.decoded)
+}
+
+// parseReadRequest decodes a decompressed prometheus.ReadRequest.
+func parseReadRequest(b []byte) (*prompb.ReadRequest, []store.Query, error) {
+	var req prompb.ReadRequest
+	if err := req.Unmarshal(b); err != nil {
+		return nil, nil, errorf(http.StatusBadRequest, "decoding prometheus.ReadRequest: %v", err)
+	}
+	queries, err := toStoreQueries(req.Queries)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &req, queries, nil
+}
+
+func toStoreQueries(qs []*prompb.Query) ([]store.Query, error) {
+	out := make([]store.Query, 0, len(qs))
+	for i, q := range qs {
+		if q == nil {
+			return nil, errorf(http.StatusBadRequest, "query %d is empty", i)
+		}
+		sq := store.Query{Start: q.StartTimestampMs, End: q.EndTimestampMs}
+		if q.Hints != nil && q.Hints.Func == "series" {
+			sq.SeriesOnly = true
+		}
+		if len(q.Matchers) == 0 {
+			return nil, errorf(http.StatusBadRequest, "query %d has no matchers", i)
+		}
+		for _, pm := range q.Matchers {
+			var t labels.MatchType
+			switch pm.Type {
+			case prompb.LabelMatcher_EQ:
+				t = labels.MatchEqual
+			case prompb.LabelMatcher_NEQ:
+				t = labels.MatchNotEqual
+			case prompb.LabelMatcher_RE:
+				t = labels.MatchRegexp
+			case prompb.LabelMatcher_NRE:
+				t = labels.MatchNotRegexp
+			default:
+				return nil, errorf(http.StatusBadRequest, "query %d: unknown matcher type %d", i, pm.Type)
+			}
+			m, err := labels.NewMatcher(t, pm.Name, pm.Value)
+			if err != nil {
+				return nil, errorf(http.StatusBadRequest, "query %d: matcher %s%s%q: %v", i, pm.Name, t, pm.Value, err)
+			}
+			sq.Matchers = append(sq.Matchers, m)
+		}
+		out = append(out, sq)
+	}
+	return out, nil
+}
+
+// negotiateRead picks the first response type of the request's list that
+// this server speaks; an empty list means SAMPLES.
+func negotiateRead(accepted []prompb.ReadRequest_ResponseType) (prompb.ReadRequest_ResponseType, error) {
+	if len(accepted) == 0 {
+		return prompb.ReadRequest_SAMPLES, nil
+	}
+	for _, t := range accepted {
+		if t == prompb.ReadRequest_SAMPLES || t == prompb.ReadRequest_STREAMED_XOR_CHUNKS {
+			return t, nil
+		}
+	}
+	names := make([]string, len(accepted))
+	for i, t := range accepted {
+		names[i] = t.String()
+	}
+	return 0, errorf(http.StatusBadRequest, "none of the accepted response types %s is supported: this server answers SAMPLES and STREAMED_XOR_CHUNKS", strings.Join(names, ", "))
+}
+
+// selectErr classifies an error of a SeriesSet.
+func selectErr(i int, err error) *httpError {
+	if errors.Is(err, store.ErrInvalidInput) {
+		return errorf(http.StatusBadRequest, "query %d: %v", i, err)
+	}
+	return errorf(http.StatusServiceUnavailable, "query %d: storage unavailable: %v", i, err)
+}
+
+// samples answers with one prompb.ReadResponse, built in memory and bounded
+// by the sample limit.
+func (h *readHandler) samples(ctx context.Context, w http.ResponseWriter, queries []store.Query, bufs *readBuffers) {
+	resp := prompb.ReadResponse{Results: make([]*prompb.QueryResult, len(queries))}
+	total := 0
+	for i, q := range queries {
+		res := &prompb.QueryResult{}
+		resp.Results[i] = res
+		ss := h.q.Select(ctx, q)
+		for ss.Next() {
+			s := ss.At()
+			total += len(s.Samples)
+			if h.cfg.SampleLimit > 0 && total > h.cfg.SampleLimit {
+				ss.Close()
+				h.fail(w, errorf(http.StatusBadRequest, "exceeded sample limit (%d): narrow the query or use streamed remote read", h.cfg.SampleLimit))
+				return
+			}
+			ts := &prompb.TimeSeries{
+				Labels:  make([]prompb.Label, 0, s.Labels.Len()),
+				Samples: make([]prompb.Sample, len(s.Samples)),
+			}
+			// At's series is valid only until Next: copy the strings.
+			s.Labels.Range(func(l labels.Label) {
+				ts.Labels = append(ts.Labels, prompb.Label{Name: strings.Clone(l.Name), Value: strings.Clone(l.Value)})
+			})
+			for j, smp := range s.Samples {
+				ts.Samples[j] = prompb.Sample{Timestamp: smp.T, Value: smp.V}
+			}
+			res.Timeseries = append(res.Timeseries, ts)
+		}
+		err := ss.Err()
+		ss.Close()
+		if err != nil {
+			h.fail(w, selectErr(i, err))
+			return
+		}
+	}
+	data, err := resp.Marshal()
+	if err != nil {
+		h.fail(w, errorf(http.StatusInternalServerError, "encoding response: %v", err))
+		return
+	}
+	bufs.frame = snappy.Encode(bufs.frame[:cap(bufs.frame)], data)
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Header().Set("Content-Encoding", "snappy")
+	h.m.samplesRead.Add(float64(total))
+	if _, err := w.Write(bufs.frame); err != nil {
+		h.logger.Debug("remote read: writing response", "err", err)
+	}
+	if cap(bufs.frame) > maxPooledBuffer {
+		bufs.frame = nil
+	}
+}
+
+// streamed answers with ChunkedReadResponse frames, series in label order,
+// each series in frames of at most MaxBytesInFrame (give or take one chunk),
+// flushed as they go: memory stays flat whatever the size of the answer.
+func (h *readHandler) streamed(ctx context.Context, w http.ResponseWriter, queries []store.Query, bufs *readBuffers) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		h.fail(w, errorf(http.StatusInternalServerError, "response writer cannot flush: streamed read unavailable"))
+		return
+	}
+	sw := &streamWriter{w: w, flusher: flusher, bufs: bufs, maxBytes: h.cfg.MaxBytesInFrame}
+	for i, q := range queries {
+		ss := h.q.Select(ctx, q)
+		for ss.Next() {
+			n, err := sw.writeSeries(int64(i), ss.At())
+			h.m.samplesRead.Add(float64(n))
+			if err != nil {
+				ss.Close()
+				h.abortStream(w, sw, err)
+				return
+			}
+		}
+		err := ss.Err()
+		ss.Close()
+		if err != nil {
+			h.abortStream(w, sw, selectErr(i, err))
+			return
+		}
+	}
+	if !sw.started {
+		w.Header().Set("Content-Type", streamedContentType)
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// abortStream ends a failed streamed read. Before the first frame the
+// client gets a proper status; after it the connection is cut, because a
+// stream that ends on a frame boundary would look complete.
+func (h *readHandler) abortStream(w http.ResponseWriter, sw *streamWriter, err error) {
+	if !sw.started {
+		h.fail(w, err)
+		return
+	}
+	h.logger.Warn("remote read: aborting streamed response", "err", err)
+	panic(http.ErrAbortHandler)
+}

@@ -1,0 +1,60 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prom-hbase/prom-hbase/hbase/hbasetest"
+	"github.com/prom-hbase/prom-hbase/store"
+	"github.com/prom-hbase/prom-hbase/table"
+	"github.com/prom-hbase/prom-hbase/table/hbasetable"
+	"github.com/prom-hbase/prom-hbase/table/pebbletable"
+)
+
+func openPebbleStore(tb testing.TB) *store.Store {
+	tb.Helper()
+	db, err := pebbletable.Open(tb.TempDir(), pebbletable.Options{SweepInterval: -1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = db.Close() })
+	return openStore(tb, db, "")
+}
+
+func openStore(tb testing.TB, db table.DB, prefix string) *store.Store {
+	tb.Helper()
+	st, err := store.Open(context.Background(), db, store.Config{TablePrefix: prefix})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// TestPrometheusClientsPebble runs the client round trip on the real store
+// over the embedded backend.
+func TestPrometheusClientsPebble(t *testing.T) {
+	testPrometheusClients(t, openPebbleStore(t))
+}
+
+// openHBaseStore opens the real store on the test HBase, in tables of a
+// fresh prefix (the tables outlive the test).
+func openHBaseStore(tb testing.TB) *store.Store {
+	tb.Helper()
+	zk := hbasetest.ZK(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := hbasetable.Open(ctx, hbasetable.Config{ZooKeeper: zk, ZKRoot: hbasetest.ZKRoot()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = db.Close() })
+	return openStore(tb, db, fmt.Sprintf("remote_test_%d_", time.Now().UnixNano()))
+}
+
+// TestPrometheusClientsHBase runs it on the real store over HBase.
+func TestPrometheusClientsHBase(t *testing.T) {
+	testPrometheusClients(t, openHBaseStore(t))
+}

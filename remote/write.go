@@ -1,0 +1,325 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/snappy"
+
+	"github.com/prom-hbase/prom-hbase/store"
+)
+
+// WriteConfig configures the remote-write handler.
+type WriteConfig struct {
+	// MaxBodyBytes bounds the compressed body (default 16 MiB).
+	MaxBodyBytes int64
+	// MaxDecodedBytes bounds the body once decompressed, checked against
+	// snappy's length header before anything is decoded (default 64 MiB).
+	MaxDecodedBytes int64
+	// Timeout bounds the time the store may take to acknowledge a request;
+	// past it the sender gets 503 and retries (default 30s).
+	Timeout time.Duration
+	Limits
+}
+
+func (c *WriteConfig) setDefaults() {
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 16 << 20
+	}
+	if c.MaxDecodedBytes <= 0 {
+		c.MaxDecodedBytes = 64 << 20
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 30 * time.Second
+	}
+}
+
+// The protobuf messages of the two remote-write versions, as named in the
+// Content-Type's proto parameter.
+const (
+	protoV1 = "prometheus.WriteRequest"
+	protoV2 = "io.prometheus.write.v2.Request"
+)
+
+// Response headers of remote write 2.0, always set on 2.0 answers.
+const (
+	headerSamplesWritten    = "X-Prometheus-Remote-Write-Samples-Written"
+	headerHistogramsWritten = "X-Prometheus-Remote-Write-Histograms-Written"
+	headerExemplarsWritten  = "X-Prometheus-Remote-Write-Exemplars-Written"
+)
+
+// Pooled buffers larger than this are dropped rather than kept, so one huge
+// request does not pin its memory for the life of the process.
+const maxPooledBuffer = 8 << 20
+
+type writeHandler struct {
+	app    store.Appender
+	cfg    WriteConfig
+	m      *Metrics
+	logger *slog.Logger
+	pool   sync.Pool // *pooledWrite
+}
+
+// pooledWrite is everything one request needs, reused across requests.
+type pooledWrite struct {
+	body    []byte
+	decoded []byte
+	req     writeRequest
+}
+
+// NewWriteHandler returns the handler of /api/v1/write: remote write 1.0 and
+// 2.0 on one endpoint, negotiated by Content-Type as the 2.0 specification
+// says. It answers 204 only once app has stored every sample.
+func NewWriteHandler(app store.Appender, cfg WriteConfig, m *Metrics, logger *slog.Logger) http.Handler {
+	cfg.setDefaults()
+	h := &writeHandler{app: app, cfg: cfg, m: m, logger: logger}
+	h.pool.New = func() any { return new(pooledWrite) }
+	return m.instrument("write", h)
+}
+
+// negotiateWrite picks the message from the request headers alone, so an
+// unsupported request is refused before its body is read.
+func negotiateWrite(hdr http.Header) (msg string, err error) {
+	enc := hdr.Get("Content-Encoding")
+	if enc == "" {
+		return "", errors.New("missing Content-Encoding header: remote write bodies must be snappy-compressed (Content-Encoding: snappy)")
+	}
+	if !strings.EqualFold(strings.TrimSpace(enc), "snappy") {
+		return "", fmt.Errorf("unsupported Content-Encoding %q: only snappy is accepted", enc)
+	}
+	ct := hdr.Get("Content-Type")
+	if ct == "" {
+		return "", fmt.Errorf("missing Content-Type header: use application/x-protobuf (remote write 1.0) or application/x-protobuf;proto=%s (2.0)", protoV2)
+	}
+	media, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "", fmt.Errorf("malformed Content-Type %q: %w", ct, err)
+	}
+	if media != "application/x-protobuf" {
+		return "", fmt.Errorf("unsupported Content-Type %q: expected application/x-protobuf", ct)
+	}
+	switch p, ok := params["proto"]; {
+	case !ok, p == protoV1:
+		return protoV1, nil
+	case p == protoV2:
+		return protoV2, nil
+	default:
+		return "", fmt.Errorf("unsupported protobuf message %q in Content-Type: accepted are %s and %s", p, protoV1, protoV2)
+	}
+}
+
+// writeResult is what a request achieved, for the answer and the metrics.
+type writeResult struct {
+	v2      bool
+	code    int
+	written int // float samples stored
+	msg     string
+}
+
+func (h *writeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	res := h.serve(r)
+	if res.v2 {
+		// Required on every 2.0 answer; histograms and exemplars are never
+		// stored by this receiver, so they are always 0.
+		hdr := w.Header()
+		hdr.Set(headerSamplesWritten, strconv.Itoa(res.written))
+		hdr.Set(headerHistogramsWritten, "0")
+		hdr.Set(headerExemplarsWritten, "0")
+	}
+	if res.code == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", http.MethodPost)
+	}
+	if res.code == http.StatusNoContent {
+		w.WriteHeader(res.code)
+		return
+	}
+	if res.code >= 500 {
+		h.logger.Warn("remote write failed", "code", res.code, "err", res.msg)
+	} else {
+		h.logger.Debug("remote write refused", "code", res.code, "err", res.msg)
+	}
+	http.Error(w, res.msg, res.code)
+}
+
+func (h *writeHandler) serve(r *http.Request) writeResult {
+	if r.Method != http.MethodPost {
+		return writeResult{code: http.StatusMethodNotAllowed, msg: fmt.Sprintf("method %s not allowed: remote write takes POST", r.Method)}
+	}
+	msg, err := negotiateWrite(r.Header)
+	if err != nil {
+		return writeResult{code: http.StatusUnsupportedMediaType, msg: err.Error()}
+	}
+	res := writeResult{v2: msg == protoV2}
+	fail := func(code int, format string, args ...any) writeResult {
+		res.code, res.msg = code, fmt.Sprintf(format, args...)
+		return res
+	}
+	if r.ContentLength > h.cfg.MaxBodyBytes {
+		return fail(http.StatusRequestEntityTooLarge, "body of %d bytes exceeds the limit of %d bytes", r.ContentLength, h.cfg.MaxBodyBytes)
+	}
+
+	pw := h.pool.Get().(*pooledWrite)
+	keep := true // false once the store may still hold pw's buffers
+	defer func() {
+		if !keep {
+			return
+		}
+		if cap(pw.body) > maxPooledBuffer {
+			pw.body = nil
+		}
+		if cap(pw.decoded) > maxPooledBuffer {
+			pw.decoded = nil
+		}
+		if cap(pw.req.samples) > maxPooledBuffer/16 {
+			pw.req = writeRequest{intern: pw.req.intern}
+		}
+		pw.req.reset()
+		h.pool.Put(pw)
+	}()
+
+	pw.body, err = readBody(pw.body[:0], r.Body, h.cfg.MaxBodyBytes)
+	if errors.Is(err, errTooLarge) {
+		return fail(http.StatusRequestEntityTooLarge, "body exceeds the limit of %d bytes", h.cfg.MaxBodyBytes)
+	}
+	if err != nil {
+		return fail(http.StatusBadRequest, "reading body: %v", err)
+	}
+	n, err := snappy.DecodedLen(pw.body)
+	if err != nil {
+		return fail(http.StatusBadRequest, "body is not snappy block-compressed: %v", err)
+	}
+	if int64(n) > h.cfg.MaxDecodedBytes {
+		return fail(http.StatusRequestEntityTooLarge, "body claims %d bytes decompressed, more than the limit of %d bytes", n, h.cfg.MaxDecodedBytes)
+	}
+	if cap(pw.decoded) < n {
+		pw.decoded = make([]byte, n)
+	}
+	pw.decoded, err = snappy.Decode(pw.decoded[:cap(pw.decoded)], pw.body)
+	if err != nil {
+		return fail(http.StatusBadRequest, "body is not snappy block-compressed: %v", err)
+	}
+
+	req := &pw.req
+	if res.v2 {
+		err = req.decodeV2(pw.decoded)
+	} else {
+		err = req.decodeV1(pw.decoded)
+	}
+	if err != nil {
+		return fail(http.StatusBadRequest, "decoding %s: %v", msg, err)
+	}
+	h.m.samplesReceived.Add(float64(req.numSamples()))
+
+	if bad := validateSeries(req.series, h.cfg.Limits); bad != nil {
+		h.reject(bad.reason, req)
+		return fail(http.StatusBadRequest, "invalid request, nothing written: %v", bad)
+	}
+
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	if len(req.samples) > 0 {
+		abandoned, err := h.callStore(ctx, func(ctx context.Context) error { return h.app.Write(ctx, req.series) })
+		if abandoned {
+			keep = false
+		}
+		if err != nil {
+			return h.storeFailed(res, req, err)
+		}
+		res.written = req.numSamples()
+		h.m.samplesWritten.Add(float64(res.written))
+	}
+	if len(req.metadata) > 0 {
+		abandoned, err := h.callStore(ctx, func(ctx context.Context) error { return h.app.WriteMetadata(ctx, req.metadata) })
+		if abandoned {
+			keep = false
+		}
+		if err != nil {
+			// The samples are stored; the sender retries the whole request,
+			// which is idempotent.
+			if errors.Is(err, store.ErrInvalidInput) {
+				return fail(http.StatusBadRequest, "samples written, metadata refused: %v", err)
+			}
+			return fail(http.StatusServiceUnavailable, "samples written, metadata not: %v", shortStoreError(err, h.cfg.Timeout))
+		}
+	}
+
+	if req.histograms > 0 || req.exemplars > 0 {
+		// The 2.0 specification: a receiver that does not store a kind of
+		// data must not answer 2xx, and answers 400 to invalid samples; the
+		// float samples are a partial write, reported in the headers.
+		h.m.samplesRejected.WithLabelValues(reasonHistogram).Add(float64(req.histograms))
+		return fail(http.StatusBadRequest, "%d float samples written; %d native histogram samples and %d exemplars not written: this receiver stores float samples only", res.written, req.histograms, req.exemplars)
+	}
+	res.code = http.StatusNoContent
+	return res
+}
+
+// callStore runs a store call under ctx and returns by the deadline even if the
+// store does not honour it. abandoned reports that the call is still running
+// and may still read the request's buffers.
+func (h *writeHandler) callStore(ctx context.Context, call func(context.Context) error) (abandoned bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- call(ctx) }()
+	select {
+	case err := <-done:
+		return false, err
+	case <-ctx.Done():
+		return true, fmt.Errorf("storage did not acknowledge in time: %w", ctx.Err())
+	}
+}
+
+func (h *writeHandler) storeFailed(res writeResult, req *writeRequest, err error) writeResult {
+	if errors.Is(err, store.ErrInvalidInput) {
+		h.reject(reasonStoreInvalid, req)
+		res.code, res.msg = http.StatusBadRequest, fmt.Sprintf("invalid request, nothing written: %v", err)
+		return res
+	}
+	h.reject(reasonStorage, req)
+	res.code, res.msg = http.StatusServiceUnavailable, fmt.Sprintf("nothing written, retry: %v", shortStoreError(err, h.cfg.Timeout))
+	return res
+}
+
+func shortStoreError(err error, timeout time.Duration) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("storage did not acknowledge within the write timeout of %v", timeout)
+	}
+	return "storage unavailable: " + err.Error()
+}
+
+func (h *writeHandler) reject(reason string, req *writeRequest) {
+	h.m.samplesRejected.WithLabelValues(reason).Add(float64(req.numSamples()))
+	if req.histograms > 0 {
+		h.m.samplesRejected.WithLabelValues(reasonHistogram).Add(float64(req.histograms))
+	}
+}
+
+var errTooLarge = errors.New("body too large")
+
+// readBody appends all of r to dst, refusing more than limit bytes.
+func readBody(dst []byte, r io.Reader, limit int64) ([]byte, error) {
+	for {
+		if len(dst) == cap(dst) {
+			dst = append(dst, 0)[:len(dst)]
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if int64(len(dst)) > limit {
+			return dst, errTooLarge
+		}
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+}

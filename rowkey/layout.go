@@ -1,0 +1,189 @@
+// Package rowkey owns the byte layout of the data table's row keys:
+//
+//	[salt: 0 or 1 byte][metric UID][base hour: uint32 BE seconds][tagk UID][tagv UID]...
+//
+// all fixed-width big-endian, tag pairs sorted by tag key UID (DESIGN.md
+// section 2). It builds and parses keys, computes the salt, the scan ranges
+// of a query and the row-key filters that push exact tag conditions into the
+// backend.
+//
+// It deals in UIDs only: it must not know label strings, how UIDs are
+// assigned, the cell layout, nor any backend. Every function here is part of
+// the on-disk format: changing what one produces orphans existing data.
+package rowkey
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// HourSeconds is the span of one row: a row holds one series for one hour.
+const HourSeconds = 3600
+
+// MaxSaltBuckets is the most buckets one salt byte can tell apart.
+const MaxSaltBuckets = 256
+
+// Layout is the set of widths that fixes the row-key layout of a data table.
+// It is recorded in the schema row at table creation and can never change
+// once data exists.
+type Layout struct {
+	// SaltBuckets is 0 or 1 for no salt byte; 2..256 for one salt byte
+	// holding the series' bucket.
+	SaltBuckets int
+	// MetricWidth, TagKWidth and TagVWidth are the UID widths in bytes, 1..8.
+	MetricWidth, TagKWidth, TagVWidth int
+}
+
+// DefaultLayout is the layout of DESIGN.md: 3-byte metric and tag key UIDs,
+// 4-byte tag value UIDs (3 bytes run out in Kubernetes fleets with pod churn),
+// no salt.
+var DefaultLayout = Layout{MetricWidth: 3, TagKWidth: 3, TagVWidth: 4}
+
+// Validate reports the first setting outside its range, by name.
+func (l Layout) Validate() error {
+	if l.SaltBuckets < 0 || l.SaltBuckets > MaxSaltBuckets {
+		return fmt.Errorf("salt buckets %d out of range 0..%d", l.SaltBuckets, MaxSaltBuckets)
+	}
+	for _, w := range [...]struct {
+		name  string
+		width int
+	}{{"metric", l.MetricWidth}, {"tagk", l.TagKWidth}, {"tagv", l.TagVWidth}} {
+		if w.width < 1 || w.width > 8 {
+			return fmt.Errorf("%s UID width %d out of range 1..8", w.name, w.width)
+		}
+	}
+	return nil
+}
+
+// valid is Validate without the error, for hot paths that must not panic on
+// a zero Layout.
+func (l Layout) valid() bool {
+	return l.SaltBuckets >= 0 && l.SaltBuckets <= MaxSaltBuckets &&
+		l.MetricWidth >= 1 && l.MetricWidth <= 8 &&
+		l.TagKWidth >= 1 && l.TagKWidth <= 8 &&
+		l.TagVWidth >= 1 && l.TagVWidth <= 8
+}
+
+// SaltWidth is the length of the salt prefix: 0 or 1.
+func (l Layout) SaltWidth() int {
+	if l.SaltBuckets >= 2 {
+		return 1
+	}
+	return 0
+}
+
+// PairWidth is the length of one tag pair in a key.
+func (l Layout) PairWidth() int { return l.TagKWidth + l.TagVWidth }
+
+// HeaderWidth is the length of the key before the first tag pair: salt,
+// metric UID and base hour.
+func (l Layout) HeaderWidth() int { return l.SaltWidth() + l.MetricWidth + 4 }
+
+// Kind is one of the three UID namespaces.
+type Kind uint8
+
+const (
+	KindMetric Kind = iota
+	KindTagK
+	KindTagV
+)
+
+// String is the kind's name as the UID table's qualifiers spell it (OpenTSDB's).
+func (k Kind) String() string {
+	switch k {
+	case KindMetric:
+		return "metrics"
+	case KindTagK:
+		return "tagk"
+	case KindTagV:
+		return "tagv"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Width is the UID width of the kind in bytes (0 for an unknown kind).
+func (l Layout) Width(kind Kind) int {
+	switch kind {
+	case KindMetric:
+		return l.MetricWidth
+	case KindTagK:
+		return l.TagKWidth
+	case KindTagV:
+		return l.TagVWidth
+	}
+	return 0
+}
+
+// MaxUID is the largest UID of the kind that fits its width.
+func (l Layout) MaxUID(kind Kind) uint64 {
+	return maxUint(l.Width(kind))
+}
+
+// CheckUID reports whether uid fits the width of its kind. The builders
+// (AppendSeriesID) do not check, for speed: whoever hands out UIDs checks
+// them once, at assignment, with this.
+func (l Layout) CheckUID(kind Kind, uid uint64) error {
+	w := l.Width(kind)
+	if w == 0 {
+		return fmt.Errorf("unknown UID kind %d", uint8(kind))
+	}
+	if uid > maxUint(w) {
+		return fmt.Errorf("%s UID %d does not fit in %d bytes", kind, uid, w)
+	}
+	return nil
+}
+
+// CheckSeries reports whether a series can be encoded: every UID fits its
+// width and the tag keys are strictly ascending (sorted, no duplicates), as
+// AppendSeriesID requires.
+func (l Layout) CheckSeries(metric uint64, tags []TagPair) error {
+	if err := l.CheckUID(KindMetric, metric); err != nil {
+		return err
+	}
+	for i, t := range tags {
+		if err := l.CheckUID(KindTagK, t.K); err != nil {
+			return err
+		}
+		if err := l.CheckUID(KindTagV, t.V); err != nil {
+			return err
+		}
+		if i > 0 && tags[i-1].K >= t.K {
+			return fmt.Errorf("tag keys not strictly ascending at pair %d: %d after %d", i, t.K, tags[i-1].K)
+		}
+	}
+	return nil
+}
+
+func maxUint(width int) uint64 {
+	if width >= 8 {
+		return ^uint64(0)
+	}
+	if width <= 0 {
+		return 0
+	}
+	return 1<<(8*uint(width)) - 1
+}
+
+// appendUint appends the width (1..8) low bytes of v, big-endian.
+func appendUint(dst []byte, v uint64, width int) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return append(dst, b[8-width:]...)
+}
+
+// putUint writes the len(b) <= 8 low bytes of v into b, big-endian.
+func putUint(b []byte, v uint64) {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte(v)
+		v >>= 8
+	}
+}
+
+// getUint reads a big-endian unsigned integer of len(b) <= 8 bytes.
+func getUint(b []byte) uint64 {
+	var v uint64
+	for _, c := range b {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}

@@ -1,0 +1,89 @@
+// Package store is the time-series store: the write path (series -> UIDs ->
+// row keys and cells -> one batched put), the read planner (matchers -> scans
+// of row keys -> multi-gets of hour rows -> series in label order) and, later,
+// the compactor.
+//
+// It owns the mapping between Prometheus's data model and the table layout of
+// DESIGN.md sections 2 to 4. Beside what labels2uid keeps in the UID table, the
+// store keeps two things there: the schema row "\x00schema" (family id, one
+// decimal cell per pinned setting: uid.width.metric, uid.width.tagk,
+// uid.width.tagv, salt.buckets, layout.version), and a family meta holding
+// metric metadata (row = metric family name, qualifiers type, unit, help).
+//
+// Labels with an empty value are dropped on write, as Prometheus treats them
+// as absent; a series without __name__ has metric UID 0, the empty name. It must not know HTTP, the remote-read or
+// remote-write wire formats, nor which backend holds the tables.
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/prom-hbase/prom-hbase/cellcodec"
+)
+
+// ErrInvalidInput marks errors caused by the caller's data (a bad series or
+// query): the request must be answered 400 and nothing of it was written.
+// Every other error from the store is a storage fault (retryable).
+var ErrInvalidInput = errors.New("invalid input")
+
+// Sample is one float sample; T is in milliseconds. It is the cell codec's
+// own type, so that decoded rows need no copy.
+type Sample = cellcodec.Sample
+
+// Query selects series and their samples in [Start, End] (milliseconds,
+// inclusive).
+type Query struct {
+	Start, End int64
+	Matchers   []*labels.Matcher
+	// SeriesOnly asks only for the label sets (remote read hint func=series).
+	SeriesOnly bool
+}
+
+// Series is one series of a read: its labels and its samples sorted by time,
+// without duplicate timestamps.
+type Series struct {
+	Labels  labels.Labels
+	Samples []Sample
+}
+
+// SeriesSet iterates over series in label order. The Series returned by At is
+// valid only until the next call to Next. Close releases what an early stop
+// leaves open; it is safe to call more than once.
+type SeriesSet interface {
+	Next() bool
+	At() Series
+	Err() error
+	Close()
+}
+
+// Metadata is a metric's type, unit and help (Remote-Write 2.0).
+type Metadata struct {
+	MetricFamilyName string
+	Type             string // counter, gauge, histogram, gaugehistogram, summary, info, stateset, unknown
+	Unit             string
+	Help             string
+}
+
+// Querier and Appender are what the HTTP layer needs of a store; *Store
+// implements both.
+type Appender interface {
+	// Write stores every sample of the batch and returns nil only when all are
+	// durable. An error wrapping ErrInvalidInput means nothing was written.
+	Write(ctx context.Context, batch []SeriesIn) error
+	// WriteMetadata stores metric metadata (last write wins).
+	WriteMetadata(ctx context.Context, md []Metadata) error
+}
+
+type Querier interface {
+	Select(ctx context.Context, q Query) SeriesSet
+}
+
+// SeriesIn is one series of a write: labels as received (the store validates
+// them: names sorted, unique, non-empty, valid) and its samples.
+type SeriesIn struct {
+	Labels  []labels.Label
+	Samples []Sample
+}

@@ -1,0 +1,187 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/prom-hbase/prom-hbase/labels2uid"
+	"github.com/prom-hbase/prom-hbase/rowkey"
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// Table and family names. The UID table holds, beside labels2uid's id and
+// name families, a meta family for metric metadata (row = metric family
+// name, qualifiers type, unit, help) and the schema row (see schema.go).
+const (
+	DataTableSuffix = "prom-data"
+	UIDTableSuffix  = "prom-uid"
+	// FamilyData is the data table's only family.
+	FamilyData = "t"
+	// FamilyMeta holds metric metadata in the UID table.
+	FamilyMeta = "meta"
+)
+
+// Defaults of Config.
+const (
+	DefaultSaltBuckets         = 16
+	DefaultMaxLabels           = 64
+	DefaultMaxLabelNameLength  = 1024
+	DefaultMaxLabelValueLength = 4096
+	DefaultReadBatchSeries     = 256
+	DefaultReadBatchRows       = 512
+	DefaultScanConcurrency     = 8
+)
+
+// Config configures a Store. The zero value gives the defaults.
+type Config struct {
+	// TablePrefix is prepended to the table names prom-data and prom-uid.
+	TablePrefix string
+	// Layout fixes the row keys. Zero widths take the defaults (3, 3, 4); a
+	// SaltBuckets of 0 means DefaultSaltBuckets, 1 means no salt byte.
+	Layout rowkey.Layout
+	// Retention is the data family's TTL, counted from each sample's time
+	// (0: keep forever).
+	Retention time.Duration
+	// Limits on the series of a write (0: defaults).
+	MaxLabels           int
+	MaxLabelNameLength  int
+	MaxLabelValueLength int
+	// UIDCacheSize bounds each UID cache (see labels2uid.Config.CacheSize).
+	UIDCacheSize int
+	// ReadBatchSeries and ReadBatchRows bound one phase-two multi-get: at
+	// most that many series and (series, hour) rows. They bound the memory
+	// of a read, whatever the size of its answer.
+	ReadBatchSeries int
+	ReadBatchRows   int
+	// ScanConcurrency bounds the phase-one scans that run at once.
+	ScanConcurrency int
+	Registerer      prometheus.Registerer
+	Logger          *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	d := rowkey.DefaultLayout
+	if c.Layout.MetricWidth == 0 {
+		c.Layout.MetricWidth = d.MetricWidth
+	}
+	if c.Layout.TagKWidth == 0 {
+		c.Layout.TagKWidth = d.TagKWidth
+	}
+	if c.Layout.TagVWidth == 0 {
+		c.Layout.TagVWidth = d.TagVWidth
+	}
+	if c.Layout.SaltBuckets == 0 {
+		c.Layout.SaltBuckets = DefaultSaltBuckets
+	}
+	setDefault(&c.MaxLabels, DefaultMaxLabels)
+	setDefault(&c.MaxLabelNameLength, DefaultMaxLabelNameLength)
+	setDefault(&c.MaxLabelValueLength, DefaultMaxLabelValueLength)
+	setDefault(&c.ReadBatchSeries, DefaultReadBatchSeries)
+	setDefault(&c.ReadBatchRows, DefaultReadBatchRows)
+	setDefault(&c.ScanConcurrency, DefaultScanConcurrency)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func setDefault(v *int, d int) {
+	if *v <= 0 {
+		*v = d
+	}
+}
+
+// Store is the time-series store over a table.DB. It is safe for concurrent
+// use.
+type Store struct {
+	cfg    Config
+	layout rowkey.Layout
+	db     table.DB
+	data   table.Table
+	uid    table.Table
+	uids   *labels2uid.Resolver
+
+	writers sync.Pool // *writer
+}
+
+var (
+	_ Appender = (*Store)(nil)
+	_ Querier  = (*Store)(nil)
+)
+
+// Open opens the store's tables in db, creating them on first use, and
+// checks that they were created with the settings of cfg: the UID widths,
+// the salt buckets and the cell layout can never change once data exists.
+// Closing the Store does not close db.
+func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
+	cfg.setDefaults()
+	if err := cfg.Layout.Validate(); err != nil {
+		return nil, fmt.Errorf("store layout: %w", err)
+	}
+	s := &Store{cfg: cfg, layout: cfg.Layout, db: db}
+	var err error
+	s.uid, err = table.EnsureTable(ctx, db, table.TableSpec{
+		Name: cfg.TablePrefix + UIDTableSuffix,
+		Families: []table.FamilySpec{
+			{Name: labels2uid.FamilyID, BloomFilter: "ROW"},
+			{Name: labels2uid.FamilyName, BloomFilter: "ROW"},
+			{Name: FamilyMeta},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open UID table: %w", err)
+	}
+	if err := checkSchema(ctx, s.uid, schemaOf(cfg.Layout)); err != nil {
+		return nil, err
+	}
+	s.data, err = table.EnsureTable(ctx, db, dataTableSpec(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("open data table: %w", err)
+	}
+	s.uids, err = labels2uid.New(ctx, s.uid, labels2uid.Config{
+		Widths:     labels2uid.Widths{cfg.Layout.MetricWidth, cfg.Layout.TagKWidth, cfg.Layout.TagVWidth},
+		CacheSize:  cfg.UIDCacheSize,
+		Registerer: cfg.Registerer,
+		Logger:     cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.writers.New = func() any { return new(writer) }
+	return s, nil
+}
+
+func dataTableSpec(cfg Config) table.TableSpec {
+	spec := table.TableSpec{
+		Name: cfg.TablePrefix + DataTableSuffix,
+		Families: []table.FamilySpec{{
+			Name:              FamilyData,
+			MaxVersions:       1,
+			TTL:               cfg.Retention,
+			BloomFilter:       "ROW",
+			DataBlockEncoding: "FAST_DIFF",
+		}},
+	}
+	// One region per salt bucket from the start: a bucket's rows all begin
+	// with its byte.
+	for b := 1; b < cfg.Layout.SaltBuckets; b++ {
+		spec.SplitKeys = append(spec.SplitKeys, []byte{byte(b)})
+	}
+	return spec
+}
+
+// Resolver is the store's label-string to UID mapping.
+func (s *Store) Resolver() *labels2uid.Resolver { return s.uids }
+
+// Layout is the row-key layout in use.
+func (s *Store) Layout() rowkey.Layout { return s.layout }
+
+// Ping answers nil when the backend serves requests.
+func (s *Store) Ping(ctx context.Context) error { return s.db.Ping(ctx) }
+
+// Close releases the store; the DB stays open.
+func (s *Store) Close() error { return nil }

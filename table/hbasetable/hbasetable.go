@@ -1,0 +1,106 @@
+// Package hbasetable is the HBase backend of the table interface, on top of
+// the project's native client (package hbase). It owns the mapping from
+// table's notions (cells, key filters, table specs) to HBase's (mutations,
+// server-side filters, column family attributes); it must not know the
+// time-series layout stored in the tables.
+package hbasetable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prom-hbase/prom-hbase/hbase"
+	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// Config says how to reach HBase.
+type Config struct {
+	// ZooKeeper is the comma-separated quorum, host:port each.
+	ZooKeeper string
+	// ZKRoot is zookeeper.znode.parent ("" means /hbase).
+	ZKRoot string
+	// RPCTimeout bounds one attempt of one call (0: the client's default).
+	RPCTimeout time.Duration
+}
+
+// DB is an HBase cluster as a table.DB.
+type DB struct {
+	c *hbase.Client
+}
+
+var _ table.DB = (*DB)(nil)
+
+// Open connects to HBase and checks that it answers.
+func Open(ctx context.Context, cfg Config) (*DB, error) {
+	if cfg.ZooKeeper == "" {
+		return nil, errors.New("hbasetable: no ZooKeeper quorum given")
+	}
+	db := &DB{c: hbase.New(hbase.Config{ZooKeeper: cfg.ZooKeeper, ZKRoot: cfg.ZKRoot, RPCTimeout: cfg.RPCTimeout})}
+	if err := db.Ping(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("hbasetable: connect to HBase via ZooKeeper %s: %w", cfg.ZooKeeper, err)
+	}
+	return db, nil
+}
+
+// Client is the underlying HBase client.
+func (db *DB) Client() *hbase.Client { return db.c }
+
+// Ping asks the master about hbase:meta and reads from hbase:meta, so it
+// fails unless both the master and the server holding meta answer.
+func (db *DB) Ping(ctx context.Context) error {
+	if _, err := db.c.TableState(ctx, "hbase:meta"); err != nil {
+		return err
+	}
+	_, err := db.c.Get(ctx, "hbase:meta", &hrpc.Get{Row: []byte("hbase:namespace")})
+	return err
+}
+
+// Close closes the connections.
+func (db *DB) Close() error { return db.c.Close() }
+
+func isClass(err error, class string) bool {
+	var x *hbase.Exception
+	return errors.As(err, &x) && x.Class == class
+}
+
+// CreateTable creates the table and waits until every region is served.
+func (db *DB) CreateTable(ctx context.Context, spec table.TableSpec) error {
+	fams := make([]hrpc.Family, len(spec.Families))
+	for i, f := range spec.Families {
+		fams[i] = hrpc.Family{
+			Name: f.Name, MaxVersions: f.MaxVersions, TTL: f.TTL,
+			BloomFilter: f.BloomFilter, DataBlockEncoding: f.DataBlockEncoding, Compression: f.Compression,
+			// The table contract: a cell written after a Delete is visible,
+			// even with an older timestamp (retried and late samples).
+			NewVersionBehavior: true,
+		}
+		if fams[i].MaxVersions == 0 {
+			fams[i].MaxVersions = 1
+		}
+	}
+	err := db.c.CreateTable(ctx, spec.Name, fams, spec.SplitKeys)
+	if isClass(err, hrpc.TableExists) {
+		return fmt.Errorf("hbasetable: create %s: %w (%v)", spec.Name, table.ErrTableExists, err)
+	}
+	if err != nil {
+		return fmt.Errorf("hbasetable: %w", err)
+	}
+	return nil
+}
+
+// Table opens an existing table. A table still being created by someone
+// else is waited for, so that its first use finds every region served.
+func (db *DB) Table(ctx context.Context, name string) (table.Table, error) {
+	err := db.c.WaitEnabled(ctx, name)
+	if hbase.IsTableNotFound(err) {
+		return nil, fmt.Errorf("hbasetable: %s: %w", name, table.ErrTableNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hbasetable: open %s: %w", name, err)
+	}
+	return &Table{c: db.c, name: name}, nil
+}

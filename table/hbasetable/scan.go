@@ -1,0 +1,107 @@
+package hbasetable
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prom-hbase/prom-hbase/hbase"
+	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
+	"github.com/prom-hbase/prom-hbase/hbase/pb"
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// Filter maps scan options to HBase's server-side filters: the key filter
+// to RowFilter (regex) and FuzzyRowFilter, KeyOnly and FirstCellOnly to
+// their filters, all in one MUST_PASS_ALL list. Nil when nothing filters.
+func Filter(opts *table.ScanOptions) hrpc.Filter {
+	var fs []hrpc.Filter
+	if f := opts.Filter; f != nil {
+		if f.Regex != "" {
+			// Java's find() matches anywhere and its $ also matches before
+			// a final line break: \z anchors at the very end of the key.
+			fs = append(fs, hrpc.RowFilter{Op: pb.CompareType_EQUAL, Comparator: hrpc.RegexStringComparator{
+				Pattern: `^(?:` + f.Regex + `)\z`, Charset: "ISO-8859-1"}})
+		}
+		if len(f.Fuzzy) > 0 {
+			fs = append(fs, fuzzyFilter(f.Fuzzy))
+		}
+	}
+	if opts.FirstCellOnly {
+		fs = append(fs, hrpc.FirstKeyOnlyFilter{})
+	}
+	if opts.KeyOnly {
+		fs = append(fs, hrpc.KeyOnlyFilter{})
+	}
+	switch len(fs) {
+	case 0:
+		return nil
+	case 1:
+		return fs[0]
+	}
+	return hrpc.FilterList{Op: pb.FilterList_MUST_PASS_ALL, Filters: fs}
+}
+
+// fuzzyFilter builds a FuzzyRowFilter that also holds keys to the length
+// of the pattern: HBase's accepts a key shorter than the pattern when the
+// key matches the pattern's prefix. Patterns are grouped by length; each
+// group's filter goes with a RowFilter asking for that many bytes.
+func fuzzyFilter(patterns []table.FuzzyKey) hrpc.Filter {
+	var lengths []int
+	groups := map[int][]hrpc.FuzzyKey{}
+	for _, k := range patterns {
+		n := len(k.Key)
+		if _, ok := groups[n]; !ok {
+			lengths = append(lengths, n)
+		}
+		groups[n] = append(groups[n], hrpc.FuzzyKey{Key: k.Key, Mask: k.Mask})
+	}
+	var any []hrpc.Filter
+	for _, n := range lengths {
+		minLen := hrpc.RowFilter{Op: pb.CompareType_EQUAL, Comparator: hrpc.RegexStringComparator{
+			Pattern: fmt.Sprintf(`(?s)^.{%d}`, n), Charset: "ISO-8859-1"}}
+		any = append(any, hrpc.FilterList{Op: pb.FilterList_MUST_PASS_ALL, Filters: []hrpc.Filter{
+			hrpc.FuzzyRowFilter{Keys: groups[n]}, minLen}})
+	}
+	if len(any) == 1 {
+		return any[0]
+	}
+	return hrpc.FilterList{Op: pb.FilterList_MUST_PASS_ONE, Filters: any}
+}
+
+// Scan iterates over a key range.
+func (t *Table) Scan(ctx context.Context, opts table.ScanOptions) table.Scanner {
+	s := &hrpc.Scan{Start: opts.Start, Stop: opts.Stop, Filter: Filter(&opts)}
+	if opts.Family != "" {
+		s.Families = [][]byte{[]byte(opts.Family)}
+	}
+	return &scanner{sc: t.c.Scan(ctx, t.name, s, hbase.ScanOptions{RowsPerCall: opts.RowsPerCall}), name: t.name}
+}
+
+type scanner struct {
+	sc    *hbase.Scanner
+	name  string
+	cells []table.Cell
+	fam   string
+	row   table.Row
+}
+
+func (s *scanner) Next() bool {
+	if !s.sc.Next() {
+		return false
+	}
+	r := s.sc.At()
+	s.cells = convert(s.cells[:0], r.Cells, &s.fam)
+	s.row = table.Row{Key: r.Key, Cells: s.cells}
+	return true
+}
+
+func (s *scanner) At() table.Row { return s.row }
+
+func (s *scanner) Err() error {
+	if err := s.sc.Err(); err != nil {
+		return fmt.Errorf("hbasetable: scan %s: %w", s.name, err)
+	}
+	return nil
+}
+
+func (s *scanner) Close() error { return s.sc.Close() }

@@ -1,0 +1,159 @@
+package hbasetable
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/prom-hbase/prom-hbase/hbase"
+	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// Table is one HBase table.
+type Table struct {
+	c    *hbase.Client
+	name string
+}
+
+var _ table.Table = (*Table)(nil)
+
+// mutations groups cells into one mutation per run of cells of one row.
+// Rows are usually given together, so this is one mutation per row.
+func mutations(cells []table.Cell, typ func(c *table.Cell) (hrpc.MutationCell, bool)) []*hrpc.Mutation {
+	var out []*hrpc.Mutation
+	var cur *hrpc.Mutation
+	for i := range cells {
+		c := &cells[i]
+		if cur == nil || !bytes.Equal(cur.Row, c.Row) {
+			cur = &hrpc.Mutation{Row: c.Row}
+			out = append(out, cur)
+		}
+		if mc, ok := typ(c); ok {
+			cur.Cells = append(cur.Cells, mc)
+		}
+	}
+	return out
+}
+
+// Put writes the cells with one batched Multi per region server.
+func (t *Table) Put(ctx context.Context, cells []table.Cell) error {
+	if len(cells) == 0 {
+		return nil
+	}
+	muts := mutations(cells, func(c *table.Cell) (hrpc.MutationCell, bool) {
+		return hrpc.MutationCell{Family: []byte(c.Family), Qualifier: c.Qualifier, Timestamp: c.Timestamp, Type: hrpc.TypePut, Value: c.Value}, true
+	})
+	for _, m := range muts {
+		m.Type = hrpc.MutationPut
+	}
+	if err := t.c.MutateBatch(ctx, t.name, muts); err != nil {
+		return fmt.Errorf("hbasetable: put %d cells into %s: %w", len(cells), t.name, err)
+	}
+	return nil
+}
+
+// Delete removes columns, families or rows, in all versions.
+func (t *Table) Delete(ctx context.Context, cells []table.Cell) error {
+	if len(cells) == 0 {
+		return nil
+	}
+	muts := mutations(cells, func(c *table.Cell) (hrpc.MutationCell, bool) {
+		switch {
+		case c.Family == "":
+			return hrpc.MutationCell{}, false // the whole row: a delete without cells
+		case c.Qualifier == nil:
+			return hrpc.MutationCell{Family: []byte(c.Family), Timestamp: hrpc.LatestTimestamp, Type: hrpc.TypeDeleteFamily}, true
+		default:
+			return hrpc.MutationCell{Family: []byte(c.Family), Qualifier: c.Qualifier, Timestamp: hrpc.LatestTimestamp, Type: hrpc.TypeDeleteColumn}, true
+		}
+	})
+	// A whole-row delete among cells of that row covers the rest.
+	var wholeRows map[string]bool
+	for _, c := range cells {
+		if c.Family == "" {
+			if wholeRows == nil {
+				wholeRows = make(map[string]bool)
+			}
+			wholeRows[string(c.Row)] = true
+		}
+	}
+	for _, m := range muts {
+		m.Type = hrpc.MutationDelete
+		if wholeRows[string(m.Row)] {
+			m.Cells = nil
+		}
+	}
+	if err := t.c.MutateBatch(ctx, t.name, muts); err != nil {
+		return fmt.Errorf("hbasetable: delete from %s: %w", t.name, err)
+	}
+	return nil
+}
+
+// convert appends the cells as table cells. The byte slices are the
+// client's answer buffers, which nothing else refers to; only the family
+// needs a string, shared while it repeats.
+func convert(dst []table.Cell, cells []hrpc.Cell, fam *string) []table.Cell {
+	for i := range cells {
+		c := &cells[i]
+		if *fam != string(c.Family) {
+			*fam = string(c.Family)
+		}
+		dst = append(dst, table.Cell{Row: c.Row, Family: *fam, Qualifier: c.Qualifier, Timestamp: c.Timestamp, Value: c.Value})
+	}
+	return dst
+}
+
+// Get reads rows with batched Multi gets.
+func (t *Table) Get(ctx context.Context, family string, keys [][]byte) ([]table.Row, error) {
+	gets := make([]*hrpc.Get, len(keys))
+	var fams [][]byte
+	if family != "" {
+		fams = [][]byte{[]byte(family)}
+	}
+	for i, k := range keys {
+		gets[i] = &hrpc.Get{Row: k, Families: fams}
+	}
+	res, err := t.c.GetBatch(ctx, t.name, gets)
+	if err != nil {
+		return nil, fmt.Errorf("hbasetable: get %d rows from %s: %w", len(keys), t.name, err)
+	}
+	n := 0
+	for _, r := range res {
+		n += len(r)
+	}
+	all := make([]table.Cell, 0, n)
+	rows := make([]table.Row, len(keys))
+	fam := family
+	for i, r := range res {
+		start := len(all)
+		all = convert(all, r, &fam)
+		rows[i] = table.Row{Key: keys[i], Cells: all[start:len(all):len(all)]}
+	}
+	return rows, nil
+}
+
+// Increment adds delta to a counter cell.
+func (t *Table) Increment(ctx context.Context, row []byte, family string, qualifier []byte, delta int64) (int64, error) {
+	n, err := t.c.Increment(ctx, t.name, row, []byte(family), qualifier, delta)
+	if err != nil {
+		return 0, fmt.Errorf("hbasetable: %w", err)
+	}
+	return n, nil
+}
+
+// CheckAndPut writes put if the cell holds expected (absent when nil).
+func (t *Table) CheckAndPut(ctx context.Context, row []byte, family string, qualifier, expected []byte, put []table.Cell) (bool, error) {
+	m := &hrpc.Mutation{Type: hrpc.MutationPut, Row: row}
+	for _, c := range put {
+		if !bytes.Equal(c.Row, row) {
+			return false, fmt.Errorf("hbasetable: check-and-put of row %q with a cell of row %q", row, c.Row)
+		}
+		m.Cells = append(m.Cells, hrpc.MutationCell{Family: []byte(c.Family), Qualifier: c.Qualifier, Timestamp: c.Timestamp, Type: hrpc.TypePut, Value: c.Value})
+	}
+	ok, err := t.c.CheckAndPut(ctx, t.name, m, []byte(family), qualifier, expected)
+	if err != nil {
+		return false, fmt.Errorf("hbasetable: %w", err)
+	}
+	return ok, nil
+}

@@ -1,0 +1,250 @@
+// Package pebbletable is the embedded backend of the table interface: many
+// tables in one Pebble (an LSM engine in-process) directory, kept across
+// restarts.
+//
+// It owns the mapping of tables, rows and cells onto Pebble keys (keys.go),
+// the table catalog stored next to the data, retention (cells older than their
+// family's TTL are hidden at once and deleted by a background sweep, since
+// Pebble has no TTL), and the row locks that make Increment and CheckAndPut
+// atomic. It must not know what the rows mean (the time-series layout).
+package pebbletable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// Options configures a DB.
+type Options struct {
+	// Now is the clock that TTLs and LatestTimestamp count from (nil: time.Now).
+	Now func() time.Time
+	// SweepInterval is how often expired cells are physically deleted
+	// (0: one hour; negative: never).
+	SweepInterval time.Duration
+	// Logger receives the backend's and Pebble's logs (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// DB is a set of tables in one Pebble directory. It implements table.DB.
+type DB struct {
+	pdb    *pebble.DB
+	now    func() time.Time
+	logger *slog.Logger
+	locks  rowLocks
+	closed atomic.Bool
+
+	mu     sync.RWMutex // guards tables and nextID; held across catalog writes
+	tables map[string]*tbl
+	nextID uint32
+
+	stopSweep context.CancelFunc
+	sweepDone chan struct{}
+	sweepMu   sync.Mutex // one sweep at a time
+}
+
+var _ table.DB = (*DB)(nil)
+
+// tableRecord is a table's catalog entry.
+type tableRecord struct {
+	ID       uint32         `json:"id"`
+	Families []familyRecord `json:"families"`
+}
+
+type familyRecord struct {
+	Name        string `json:"name"`
+	TTLMillis   int64  `json:"ttl_ms,omitempty"`
+	MaxVersions int    `json:"max_versions,omitempty"`
+}
+
+// Open opens (creating it if needed) the database in dir.
+func Open(dir string, opts Options) (*DB, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.SweepInterval == 0 {
+		opts.SweepInterval = time.Hour
+	}
+	pdb, err := pebble.Open(dir, &pebble.Options{
+		Logger:             pebbleLogger{opts.Logger},
+		FormatMajorVersion: pebble.FormatNewest,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open pebble in %s: %w", dir, err)
+	}
+	db := &DB{
+		pdb:    pdb,
+		now:    opts.Now,
+		logger: opts.Logger,
+		tables: map[string]*tbl{},
+	}
+	db.locks.init()
+	if err := db.loadCatalog(); err != nil {
+		_ = pdb.Close()
+		return nil, err
+	}
+	db.sweepDone = make(chan struct{})
+	if opts.SweepInterval > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		db.stopSweep = cancel
+		go db.sweepLoop(ctx, opts.SweepInterval)
+	} else {
+		close(db.sweepDone)
+	}
+	return db, nil
+}
+
+func (db *DB) loadCatalog() error {
+	lower := appendCatalogKey(nil, "")
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixSuccessor(lower)})
+	if err != nil {
+		return fmt.Errorf("read table catalog: %w", err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		name := string(it.Key()[len(lower):])
+		var rec tableRecord
+		if err := json.Unmarshal(it.Value(), &rec); err != nil {
+			return fmt.Errorf("table catalog entry %q: %w", name, err)
+		}
+		db.tables[name] = newTbl(db, name, rec)
+		db.nextID = max(db.nextID, rec.ID+1)
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("read table catalog: %w", err)
+	}
+	return nil
+}
+
+var errClosed = errors.New("pebbletable: database closed")
+
+func (db *DB) check(ctx context.Context) error {
+	if db.closed.Load() {
+		return errClosed
+	}
+	return ctx.Err()
+}
+
+// CreateTable implements table.DB. Split keys are accepted and ignored: one
+// Pebble keyspace has no regions.
+func (db *DB) CreateTable(ctx context.Context, spec table.TableSpec) error {
+	if err := db.check(ctx); err != nil {
+		return err
+	}
+	if spec.Name == "" {
+		return errors.New("create table: empty name")
+	}
+	if len(spec.Families) == 0 || len(spec.Families) > 256 {
+		return fmt.Errorf("create table %q: %d families, want 1 to 256", spec.Name, len(spec.Families))
+	}
+	rec := tableRecord{Families: make([]familyRecord, 0, len(spec.Families))}
+	for _, f := range spec.Families {
+		if f.Name == "" || f.TTL < 0 {
+			return fmt.Errorf("create table %q: invalid family %+v", spec.Name, f)
+		}
+		rec.Families = append(rec.Families, familyRecord{Name: f.Name, TTLMillis: f.TTL.Milliseconds(), MaxVersions: f.MaxVersions})
+	}
+	slices.SortFunc(rec.Families, func(a, b familyRecord) int { return cmpString(a.Name, b.Name) })
+	for i := 1; i < len(rec.Families); i++ {
+		if rec.Families[i].Name == rec.Families[i-1].Name {
+			return fmt.Errorf("create table %q: family %q given twice", spec.Name, rec.Families[i].Name)
+		}
+	}
+
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if _, ok := db.tables[spec.Name]; ok {
+		return fmt.Errorf("create table %q: %w", spec.Name, table.ErrTableExists)
+	}
+	rec.ID = db.nextID
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("create table %q: %w", spec.Name, err)
+	}
+	if err := db.pdb.Set(appendCatalogKey(nil, spec.Name), v, pebble.Sync); err != nil {
+		return fmt.Errorf("create table %q: %w", spec.Name, err)
+	}
+	db.nextID++
+	db.tables[spec.Name] = newTbl(db, spec.Name, rec)
+	return nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Table implements table.DB.
+func (db *DB) Table(ctx context.Context, name string) (table.Table, error) {
+	if err := db.check(ctx); err != nil {
+		return nil, err
+	}
+	db.mu.RLock()
+	t, ok := db.tables[name]
+	db.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("table %q: %w", name, table.ErrTableNotFound)
+	}
+	return t, nil
+}
+
+// Ping implements table.DB.
+func (db *DB) Ping(ctx context.Context) error {
+	return db.check(ctx)
+}
+
+// Close stops the sweeper and closes Pebble. Calls after the first return nil.
+func (db *DB) Close() error {
+	if db.closed.Swap(true) {
+		return nil
+	}
+	if db.stopSweep != nil {
+		db.stopSweep()
+	}
+	<-db.sweepDone
+	if err := db.pdb.Close(); err != nil {
+		return fmt.Errorf("close pebble: %w", err)
+	}
+	return nil
+}
+
+func (db *DB) nowMillis() int64 { return db.now().UnixMilli() }
+
+// pebbleLogger sends Pebble's logs to slog; its routine chatter (flushes,
+// compactions, WAL rotation) goes to debug.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	if p.l.Enabled(context.Background(), slog.LevelDebug) {
+		p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+	}
+}
+
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+// Fatalf is called by Pebble on unrecoverable corruption; it must not return.
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error(msg, "component", "pebble")
+	panic("pebble: " + msg)
+}

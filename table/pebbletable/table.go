@@ -1,0 +1,350 @@
+package pebbletable
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// tbl is one table: a key range of the shared Pebble keyspace.
+type tbl struct {
+	db       *DB
+	name     string
+	id       uint32
+	prefix   []byte   // the table's key prefix
+	end      []byte   // the first key after the table
+	families []string // sorted; a family's index is its key byte
+	ttls     []int64  // per family, milliseconds; 0: forever
+}
+
+var _ table.Table = (*tbl)(nil)
+
+func newTbl(db *DB, name string, rec tableRecord) *tbl {
+	t := &tbl{db: db, name: name, id: rec.ID, prefix: appendTablePrefix(nil, rec.ID)}
+	t.end = prefixSuccessor(t.prefix)
+	for _, f := range rec.Families {
+		t.families = append(t.families, f.Name)
+		t.ttls = append(t.ttls, f.TTLMillis)
+	}
+	return t
+}
+
+func (t *tbl) family(name string) (byte, error) {
+	// Tables have a handful of families: a linear search beats a map.
+	for i, f := range t.families {
+		if f == name {
+			return byte(i), nil
+		}
+	}
+	return 0, fmt.Errorf("table %q has no family %q", t.name, name)
+}
+
+// cutoffs returns, per family, the oldest visible timestamp.
+func (t *tbl) cutoffs(dst []int64, now int64) []int64 {
+	dst = dst[:0]
+	for _, ttl := range t.ttls {
+		c := int64(-1 << 63)
+		if ttl > 0 {
+			c = now - ttl
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+func (t *tbl) visible(family byte, ts, now int64) bool {
+	ttl := t.ttls[family]
+	return ttl == 0 || ts >= now-ttl
+}
+
+// Put implements table.Table. The batch is synced to disk before it returns.
+func (t *tbl) Put(ctx context.Context, cells []table.Cell) error {
+	if err := t.db.check(ctx); err != nil {
+		return err
+	}
+	if len(cells) == 0 {
+		return nil
+	}
+	b := t.db.pdb.NewBatch()
+	defer b.Close()
+	stripes, err := t.addPuts(b, cells, t.db.nowMillis())
+	if err != nil {
+		return err
+	}
+	t.db.locks.rlock(stripes)
+	err = b.Commit(pebble.Sync)
+	t.db.locks.runlock(stripes)
+	if err != nil {
+		return fmt.Errorf("put %d cells in %q: %w", len(cells), t.name, err)
+	}
+	return nil
+}
+
+// addPuts encodes cells into b and returns the lock stripes of their rows.
+func (t *tbl) addPuts(b *pebble.Batch, cells []table.Cell, now int64) (stripeSet, error) {
+	var stripes stripeSet
+	var prevRow []byte
+	for i := range cells {
+		c := &cells[i]
+		fam, err := t.family(c.Family)
+		if err != nil {
+			return 0, fmt.Errorf("put: %w", err)
+		}
+		if len(c.Row) == 0 {
+			return 0, fmt.Errorf("put in %q: empty row key", t.name)
+		}
+		ts := c.Timestamp
+		if ts == table.LatestTimestamp {
+			ts = now
+		}
+		op := b.SetDeferred(cellKeyLen(c.Row, c.Qualifier), tsLen+len(c.Value))
+		appendCellKey(op.Key[:0], t.id, c.Row, fam, c.Qualifier)
+		putCellValue(op.Value, ts, c.Value)
+		if err := op.Finish(); err != nil {
+			return 0, fmt.Errorf("put in %q: %w", t.name, err)
+		}
+		if i == 0 || !bytes.Equal(c.Row, prevRow) {
+			stripes |= t.db.locks.stripe(t.id, c.Row)
+			prevRow = c.Row
+		}
+	}
+	return stripes, nil
+}
+
+// Delete implements table.Table.
+func (t *tbl) Delete(ctx context.Context, cells []table.Cell) error {
+	if err := t.db.check(ctx); err != nil {
+		return err
+	}
+	if len(cells) == 0 {
+		return nil
+	}
+	b := t.db.pdb.NewBatch()
+	defer b.Close()
+	var stripes stripeSet
+	var key, end []byte
+	for i := range cells {
+		c := &cells[i]
+		key = appendRowPrefix(key[:0], t.id, c.Row)
+		// The first key past the row: the terminator 0x00 0x01 turned into 0x00 0x02.
+		end = append(end[:0], key...)
+		end[len(end)-1] = pastRow
+		var err error
+		switch {
+		case c.Family == "":
+			err = b.DeleteRange(key, end, nil)
+		default:
+			fam, ferr := t.family(c.Family)
+			if ferr != nil {
+				return fmt.Errorf("delete: %w", ferr)
+			}
+			key = append(key, fam)
+			switch {
+			case c.Qualifier != nil:
+				err = b.Delete(append(key, c.Qualifier...), nil)
+			case fam < 0xFF:
+				end = append(append(end[:0], key[:len(key)-1]...), fam+1)
+				err = b.DeleteRange(key, end, nil)
+			default:
+				err = b.DeleteRange(key, end, nil)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("delete in %q: %w", t.name, err)
+		}
+		stripes |= t.db.locks.stripe(t.id, c.Row)
+	}
+	t.db.locks.rlock(stripes)
+	err := b.Commit(pebble.Sync)
+	t.db.locks.runlock(stripes)
+	if err != nil {
+		return fmt.Errorf("delete %d cells in %q: %w", len(cells), t.name, err)
+	}
+	return nil
+}
+
+// Get implements table.Table. The rows it returns are the caller's.
+func (t *tbl) Get(ctx context.Context, family string, keys [][]byte) ([]table.Row, error) {
+	if err := t.db.check(ctx); err != nil {
+		return nil, err
+	}
+	fam := -1
+	if family != "" {
+		f, err := t.family(family)
+		if err != nil {
+			return nil, fmt.Errorf("get: %w", err)
+		}
+		fam = int(f)
+	}
+	it, err := t.db.pdb.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: t.prefix, UpperBound: t.end})
+	if err != nil {
+		return nil, fmt.Errorf("get in %q: %w", t.name, err)
+	}
+	defer it.Close()
+	now := t.db.nowMillis()
+	rows := make([]table.Row, len(keys))
+	// All cells go to one slice and all bytes to one arena, which grow
+	// amortized. Rows slice the cells at the end, once they no longer move;
+	// slices into an outgrown arena stay valid, as the arena only appends.
+	var (
+		cells  []table.Cell
+		ends   = make([]int, len(keys))
+		prefix []byte
+		arena  []byte
+	)
+	for i, key := range keys {
+		if i == 1 || i == 8 {
+			// Size for all rows from the first ones: one allocation instead of
+			// a doubling series, when rows are alike (they usually are).
+			cells = slices.Grow(cells, len(cells)*(len(keys)-i)/i)
+			arena = slices.Grow(arena, len(arena)*(len(keys)-i)/i)
+		}
+		rows[i].Key = key
+		prefix = appendRowPrefix(prefix[:0], t.id, key)
+		seek := prefix
+		if fam >= 0 {
+			seek = append(prefix, byte(fam))
+		}
+		for it.SeekGE(seek); it.Valid(); it.Next() {
+			k := it.Key()
+			if !bytes.HasPrefix(k, seek) {
+				break
+			}
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return nil, fmt.Errorf("get in %q: %w", t.name, err)
+			}
+			if len(v) < tsLen {
+				return nil, fmt.Errorf("get in %q: corrupt cell value of %d bytes", t.name, len(v))
+			}
+			f := k[len(prefix)]
+			ts := cellTimestamp(v)
+			if !t.visible(f, ts, now) {
+				continue
+			}
+			start := len(arena)
+			arena = append(arena, k[len(prefix)+1:]...)
+			q := len(arena)
+			arena = append(arena, v[tsLen:]...)
+			cells = append(cells, table.Cell{
+				Row:       key,
+				Family:    t.families[f],
+				Qualifier: arena[start:q:q],
+				Timestamp: ts,
+				Value:     arena[q:len(arena):len(arena)],
+			})
+		}
+		if err := it.Error(); err != nil {
+			return nil, fmt.Errorf("get in %q: %w", t.name, err)
+		}
+		ends[i] = len(cells)
+	}
+	start := 0
+	for i := range rows {
+		if ends[i] > start {
+			rows[i].Cells = cells[start:ends[i]:ends[i]]
+		}
+		start = ends[i]
+	}
+	return rows, nil
+}
+
+// Increment implements table.Table.
+func (t *tbl) Increment(ctx context.Context, row []byte, family string, qualifier []byte, delta int64) (int64, error) {
+	if err := t.db.check(ctx); err != nil {
+		return 0, err
+	}
+	fam, err := t.family(family)
+	if err != nil {
+		return 0, fmt.Errorf("increment: %w", err)
+	}
+	if len(row) == 0 {
+		return 0, fmt.Errorf("increment in %q: empty row key", t.name)
+	}
+	key := appendCellKey(nil, t.id, row, fam, qualifier)
+	s := t.db.locks.stripe(t.id, row)
+	t.db.locks.lock(s)
+	defer t.db.locks.unlock(s)
+	now := t.db.nowMillis()
+	cur, found, err := t.read(key, fam, now)
+	if err != nil {
+		return 0, fmt.Errorf("increment in %q: %w", t.name, err)
+	}
+	var n int64
+	if found {
+		if len(cur) != 8 {
+			return 0, fmt.Errorf("increment in %q: cell holds %d bytes, not an 8-byte counter", t.name, len(cur))
+		}
+		n = int64(binary.BigEndian.Uint64(cur))
+	}
+	n += delta
+	v := make([]byte, tsLen+8)
+	putCellValue(v, now, binary.BigEndian.AppendUint64(nil, uint64(n)))
+	if err := t.db.pdb.Set(key, v, pebble.Sync); err != nil {
+		return 0, fmt.Errorf("increment in %q: %w", t.name, err)
+	}
+	return n, nil
+}
+
+// read returns a copy of the visible value under key.
+func (t *tbl) read(key []byte, fam byte, now int64) ([]byte, bool, error) {
+	v, closer, err := t.db.pdb.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer closer.Close()
+	if len(v) < tsLen {
+		return nil, false, fmt.Errorf("corrupt cell value of %d bytes", len(v))
+	}
+	if !t.visible(fam, cellTimestamp(v), now) {
+		return nil, false, nil
+	}
+	return bytes.Clone(v[tsLen:]), true, nil
+}
+
+// CheckAndPut implements table.Table.
+func (t *tbl) CheckAndPut(ctx context.Context, row []byte, family string, qualifier, expected []byte, put []table.Cell) (bool, error) {
+	if err := t.db.check(ctx); err != nil {
+		return false, err
+	}
+	fam, err := t.family(family)
+	if err != nil {
+		return false, fmt.Errorf("check and put: %w", err)
+	}
+	for i := range put {
+		if !bytes.Equal(put[i].Row, row) {
+			return false, fmt.Errorf("check and put in %q: cell %d is in row %q, not %q", t.name, i, put[i].Row, row)
+		}
+	}
+	b := t.db.pdb.NewBatch()
+	defer b.Close()
+	now := t.db.nowMillis()
+	if _, err := t.addPuts(b, put, now); err != nil {
+		return false, err
+	}
+	key := appendCellKey(nil, t.id, row, fam, qualifier)
+	s := t.db.locks.stripe(t.id, row)
+	t.db.locks.lock(s)
+	defer t.db.locks.unlock(s)
+	cur, found, err := t.read(key, fam, now)
+	if err != nil {
+		return false, fmt.Errorf("check and put in %q: %w", t.name, err)
+	}
+	if found != (expected != nil) || !bytes.Equal(cur, expected) {
+		return false, nil
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return false, fmt.Errorf("check and put in %q: %w", t.name, err)
+	}
+	return true, nil
+}

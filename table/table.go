@@ -1,0 +1,165 @@
+// Package table is the wide-column table interface that the time-series store
+// is written against, and the conformance suite (package tabletest) that every
+// backend must pass.
+//
+// It owns the contract: rows sorted bytewise, cells addressed by (row, family,
+// qualifier), one version per cell, timestamps in milliseconds. It must not know
+// the time-series layout (row keys, UIDs, samples) nor any backend's wire or
+// file format.
+package table
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// LatestTimestamp asks the backend to stamp a cell with its own clock.
+const LatestTimestamp int64 = 1<<63 - 1
+
+// Cell is one value in a row. Timestamp is in milliseconds since the epoch; it
+// is what retention (the family TTL) counts from.
+type Cell struct {
+	Row       []byte
+	Family    string
+	Qualifier []byte
+	Timestamp int64
+	Value     []byte
+}
+
+// Row is a row with its cells sorted by (family, qualifier).
+type Row struct {
+	Key   []byte
+	Cells []Cell
+}
+
+// Scanner iterates over rows in key order. The Row returned by At and the byte
+// slices inside it are valid only until the next call to Next. Close must be
+// called when the caller stops early; it is safe to call it more than once.
+type Scanner interface {
+	Next() bool
+	At() Row
+	Err() error
+	Close() error
+}
+
+// ScanOptions selects rows for Scan.
+type ScanOptions struct {
+	// Start is inclusive, Stop exclusive; nil means the table's start or end.
+	Start, Stop []byte
+	// Family restricts the scan to one family; empty means all.
+	Family string
+	// KeyOnly returns cells with empty values (qualifiers and timestamps kept).
+	KeyOnly bool
+	// FirstCellOnly returns only the first cell of each row; combined with
+	// KeyOnly it is the cheapest way to list row keys.
+	FirstCellOnly bool
+	// Filter, when set, returns only the rows whose key it accepts.
+	Filter *KeyFilter
+	// RowsPerCall hints how many rows a backend fetches per round trip (0: default).
+	RowsPerCall int
+}
+
+// KeyFilter accepts row keys. A backend may evaluate it remotely (HBase:
+// RowFilter with a RegexStringComparator, FuzzyRowFilter) or locally; the
+// result is the same.
+type KeyFilter struct {
+	// Regex, when not empty, must match the whole key, the key read as
+	// ISO-8859-1 (one character per byte). It uses only syntax that Java and
+	// RE2 agree on: (?s), ^, $, ., [...] classes, (?:...), |, quantifiers *,
+	// +, ?, {n}, {n,m}, and \xNN escapes for bytes.
+	Regex string
+	// When both Regex and Fuzzy are set, a key must satisfy both.
+	//
+	// Fuzzy, when not empty, accepts a key when any of its patterns does: the
+	// key is at least as long as the pattern and equals it at every position
+	// whose mask byte is 0 (a mask byte of 1 means any byte).
+	Fuzzy []FuzzyKey
+}
+
+// FuzzyKey is one fixed-position pattern of a KeyFilter.
+type FuzzyKey struct {
+	Key, Mask []byte
+}
+
+// Table is one table of a backend. All methods are safe for concurrent use. A
+// method returns nil only when everything it was asked to do is durable.
+type Table interface {
+	// Put writes the cells, in any number of rows, as one batch. Writing the
+	// same (row, family, qualifier, timestamp) again overwrites the value.
+	Put(ctx context.Context, cells []Cell) error
+	// Delete removes, for each cell given, the column (row, family, qualifier)
+	// in all its versions; a nil Qualifier removes the whole family in that row
+	// and an empty Family removes the whole row. Values and timestamps are
+	// ignored.
+	Delete(ctx context.Context, cells []Cell) error
+	// Get fetches the rows with exactly these keys, restricted to family when it
+	// is not empty. The result has one Row per key, in the order asked; a
+	// missing row has no cells.
+	Get(ctx context.Context, family string, keys [][]byte) ([]Row, error)
+	// Scan iterates over the rows in a key range.
+	Scan(ctx context.Context, opts ScanOptions) Scanner
+	// Increment atomically adds delta to the 8-byte big-endian counter in a
+	// cell (absent = 0) and returns the new value.
+	Increment(ctx context.Context, row []byte, family string, qualifier []byte, delta int64) (int64, error)
+	// CheckAndPut writes put (cells of row) only if the cell (row, family,
+	// qualifier) currently holds expected, or is absent when expected is nil.
+	// It reports whether it wrote. Callers never store empty values in cells
+	// they check: HBase cannot tell an empty value from an absent cell.
+	CheckAndPut(ctx context.Context, row []byte, family string, qualifier, expected []byte, put []Cell) (bool, error)
+}
+
+// FamilySpec describes a column family at table creation.
+type FamilySpec struct {
+	Name string
+	// MaxVersions is HBase's VERSIONS (0: backend default of 1).
+	MaxVersions int
+	// TTL expires cells whose timestamp is older than now-TTL (0: forever).
+	TTL time.Duration
+	// BloomFilter (NONE, ROW, ROWCOL), DataBlockEncoding (NONE, FAST_DIFF, ...)
+	// and Compression (NONE, SNAPPY, GZ, ...) are HBase's attributes; backends
+	// without such notions ignore them. Empty means the backend's default.
+	BloomFilter       string
+	DataBlockEncoding string
+	Compression       string
+}
+
+// TableSpec describes a table at creation.
+type TableSpec struct {
+	Name      string
+	Families  []FamilySpec
+	SplitKeys [][]byte
+}
+
+// DB is a backend: a set of tables.
+type DB interface {
+	// CreateTable creates the table and waits until it is usable. It returns
+	// ErrTableExists (wrapped) when a table of that name exists already.
+	CreateTable(ctx context.Context, spec TableSpec) error
+	// Table opens an existing table; ErrTableNotFound (wrapped) if absent.
+	Table(ctx context.Context, name string) (Table, error)
+	// Ping answers nil when the backend serves requests.
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+var (
+	ErrTableExists   = errors.New("table exists")
+	ErrTableNotFound = errors.New("table not found")
+)
+
+// EnsureTable opens the table, creating it from spec first when it is absent.
+// Safe when several processes race to create the same table.
+func EnsureTable(ctx context.Context, db DB, spec TableSpec) (Table, error) {
+	t, err := db.Table(ctx, spec.Name)
+	if err == nil {
+		return t, nil
+	}
+	if !errors.Is(err, ErrTableNotFound) {
+		return nil, err
+	}
+	if err := db.CreateTable(ctx, spec); err != nil && !errors.Is(err, ErrTableExists) {
+		return nil, err
+	}
+	return db.Table(ctx, spec.Name)
+}
