@@ -36,9 +36,7 @@ func TestPrometheusRoundTrip(t *testing.T) {
 	s.round("baseline", nil)
 	s.faultRace()
 	s.faultAdapterKill()
-	if os.Getenv("E2E_FAKE") == "" { // DEVHACK
-		s.faultHBaseDown()
-	}
+	s.faultHBaseDown()
 
 	t.Logf("report:\n%s", s.report())
 }
@@ -62,7 +60,6 @@ type suite struct {
 	target      *target
 	adapters    [2]*process
 	adapterURLs [2]string
-	promA       *process
 	a, b        promAPI
 	scrapeStart time.Time
 	hist        *history
@@ -94,15 +91,11 @@ func newSuite(t *testing.T) *suite {
 		prefix: "e2e" + strconv.FormatInt(time.Now().UnixNano(), 36) + "_",
 	}
 	s.adapterBin = filepath.Join(s.dir, "adapter")
-	if os.Getenv("E2E_FAKE") != "" { // DEVHACK
-		s.adapterBin = "/tmp/fakeadapter.sh"
-	} else {
-		build := exec.CommandContext(s.ctx, "go", "build", "-o", s.adapterBin, "./cmd/adapter")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("build adapter: %v\n%s", err, out)
-		}
-	} // DEVHACK
+	build := exec.CommandContext(s.ctx, "go", "build", "-o", s.adapterBin, "./cmd/adapter")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build adapter: %v\n%s", err, out)
+	}
 	// scripts/test.sh resolves Prometheus before the run; otherwise the
 	// script builds it (once, minutes) or prints the cached binary.
 	if s.promBin = os.Getenv("PROMHBASE_PROMETHEUS"); s.promBin == "" {
@@ -124,13 +117,10 @@ func (s *suite) start() {
 		p.waitReady(t, s.adapterURLs[i]+"/-/ready", 2*time.Minute)
 	}
 
-	if os.Getenv("E2E_FAKE") != "" { // DEVHACK
-		s.adapterURLs[1] = s.adapterURLs[0]
-	}
 	portA, portB := freePort(t), freePort(t)
 	s.a = promAPI{name: "A", base: "http://127.0.0.1:" + itoa(portA)}
 	s.b = promAPI{name: "B", base: "http://127.0.0.1:" + itoa(portB)}
-	s.promA = s.startPrometheus("prometheus-A", portA, s.configA(), "--web.enable-remote-write-receiver")
+	s.startPrometheus("prometheus-A", portA, s.configA(), "--web.enable-remote-write-receiver")
 	s.startPrometheus("prometheus-B", portB, s.configB())
 	s.scrapeStart = time.Now()
 

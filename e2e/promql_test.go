@@ -38,6 +38,7 @@ type apiResponse struct {
 	ErrorType string          `json:"errorType"`
 	Error     string          `json:"error"`
 	Data      json.RawMessage `json:"data"`
+	Warnings  []string        `json:"warnings"`
 }
 
 type queryData struct {
@@ -74,6 +75,11 @@ func (p promAPI) get(ctx context.Context, path string, params url.Values) (json.
 	}
 	if r.Status != "success" {
 		return nil, fmt.Errorf("%s %s %v: %s: %s", p.name, path, params, r.ErrorType, r.Error)
+	}
+	// A failed remote read is only a warning to Prometheus, next to an
+	// empty answer: here it is an error.
+	if len(r.Warnings) > 0 {
+		return nil, fmt.Errorf("%s %s %v: warnings: %s", p.name, path, params, strings.Join(r.Warnings, "; "))
 	}
 	return r.Data, nil
 }

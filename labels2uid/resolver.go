@@ -475,10 +475,9 @@ func (r *Resolver) List(ctx context.Context, kind Kind) ([]string, []uint64, err
 			return nil, nil, fmt.Errorf("forward mapping of %s %q: %w", kind, row.Key, err)
 		}
 		name := string(row.Key)
+		// Not cached: a listing would evict the write path's hot entries.
 		names = append(names, name)
 		uids = append(uids, uid)
-		r.forward[kind].put(name, uid)
-		r.reverse[kind].put(uid, name)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, nil, fmt.Errorf("list %s UIDs: %w", kind, err)

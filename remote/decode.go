@@ -347,7 +347,7 @@ func (r *writeRequest) decodeV2Series(b []byte) error {
 	addRef := func(ref uint64) error {
 		s, err := r.symbol(ref)
 		if err != nil {
-			return fmt.Errorf("labels_refs[%d]: %w", len(r.labels)-sp.lblStart+boolInt(havePending), err)
+			return fmt.Errorf("labels_refs[%d]: %w", 2*(len(r.labels)-sp.lblStart)+boolInt(havePending), err)
 		}
 		if !havePending {
 			pending, havePending = ref, true

@@ -221,7 +221,7 @@ func (h *writeHandler) serve(r *http.Request) writeResult {
 
 	if bad := validateSeries(req.series, h.cfg.Limits); bad != nil {
 		h.reject(bad.reason, req)
-		return fail(http.StatusBadRequest, "invalid request, nothing written: %v", bad)
+		return fail(http.StatusBadRequest, "invalid request, none of its %d samples written: %v", req.numSamples(), bad)
 	}
 
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
@@ -280,11 +280,11 @@ func (h *writeHandler) callStore(ctx context.Context, call func(context.Context)
 func (h *writeHandler) storeFailed(res writeResult, req *writeRequest, err error) writeResult {
 	if errors.Is(err, store.ErrInvalidInput) {
 		h.reject(reasonStoreInvalid, req)
-		res.code, res.msg = http.StatusBadRequest, fmt.Sprintf("invalid request, nothing written: %v", err)
+		res.code, res.msg = http.StatusBadRequest, fmt.Sprintf("invalid request, none of its %d samples written: %v", req.numSamples(), err)
 		return res
 	}
 	h.reject(reasonStorage, req)
-	res.code, res.msg = http.StatusServiceUnavailable, fmt.Sprintf("nothing written, retry: %v", shortStoreError(err, h.cfg.Timeout))
+	res.code, res.msg = http.StatusServiceUnavailable, fmt.Sprintf("none of %d samples written, retry: %v", req.numSamples(), shortStoreError(err, h.cfg.Timeout))
 	return res
 }
 

@@ -251,7 +251,7 @@ func TestWriteInvalidWritesNothing(t *testing.T) {
 	series := testSeries(50, 2, 1000)
 	series[37].Labels = append(series[37].Labels, prompb.Label{Name: "aaa", Value: "late"})
 	code, _, body := post(t, srv.URL+"/api/v1/write", hdrV1, encodeV1(t, series, nil))
-	if code != 400 || !strings.Contains(body, "series 37 ") || !strings.Contains(body, "nothing written") {
+	if code != 400 || !strings.Contains(body, "series 37 ") || !strings.Contains(body, "none of its 100 samples written") {
 		t.Fatalf("got %d %q", code, body)
 	}
 	if st.numSamples() != 0 {

@@ -59,14 +59,12 @@ func (s *Store) planQuery(ctx context.Context, ms []*labels.Matcher) (*plan, err
 	var candidates []string
 	listAll := true
 	for _, m := range nameMs {
-		switch {
-		case m.Type == labels.MatchEqual:
+		if m.Type == labels.MatchEqual {
 			candidates, listAll = []string{m.Value}, false
-		case m.Type == labels.MatchRegexp && listAll && len(m.SetMatches()) > 0:
-			candidates, listAll = m.SetMatches(), false
-		}
-		if !listAll && m.Type == labels.MatchEqual {
 			break
+		}
+		if sm := m.SetMatches(); listAll && m.Type == labels.MatchRegexp && len(sm) > 0 {
+			candidates, listAll = sm, false
 		}
 	}
 	var b labels2uid.Batch
@@ -187,7 +185,8 @@ func (s *Store) Select(ctx context.Context, q Query) SeriesSet {
 	if err != nil {
 		return &errSeriesSet{err: err}
 	}
-	return &seriesSet{ctx: ctx, s: s, q: q, series: series}
+	ctx, cancel := context.WithCancel(ctx)
+	return &seriesSet{ctx: ctx, cancel: cancel, s: s, q: q, series: series}
 }
 
 func (s *Store) findSeries(ctx context.Context, q Query) ([]*seriesRef, error) {
@@ -390,23 +389,25 @@ func (p *plan) accept(sr *seriesRef, vNames []string, vIdx map[uint64]int) bool 
 
 // seriesSet runs phase two: it reads the rows of the series in label order,
 // at most ReadBatchSeries series and ReadBatchRows rows per multi-get, so a
-// read holds one batch in memory whatever its size.
+// read holds one batch in memory whatever its size, plus the next one, whose
+// multi-get runs while the caller consumes the current one.
 type seriesSet struct {
 	ctx    context.Context
+	cancel context.CancelFunc
 	s      *Store
 	q      Query
 	series []*seriesRef
 
-	next     int // the series the next batch starts with
-	nextHour int // and the index of its first hour not yet read
+	next     int // the series the next planned batch starts with
+	nextHour int // and the index of its first hour not yet planned
+
+	inflight *rowBatch // the multi-get under way, if any
+	spare    *rowBatch // a finished batch whose buffers are reused
 
 	ready    []readySeries // series completed by the last batch
 	readyIdx int
 	arena    []Sample // samples of the last batch's series
 	carryLo  int      // samples of a series continued in the next batch
-	keys     [][]byte
-	keyBuf   []byte
-	owners   []int
 
 	cur Series
 	err error
@@ -415,6 +416,20 @@ type seriesSet struct {
 type readySeries struct {
 	idx    int
 	lo, hi int
+}
+
+// rowBatch is one multi-get: its keys, whom they belong to, and the answer.
+type rowBatch struct {
+	keys   [][]byte
+	keyBuf []byte
+	owners []int // index in series, per key
+	hours  []uint32
+	// cut is set when the batch ends inside a series, which the next batch
+	// continues.
+	cut  bool
+	done chan struct{}
+	rows []table.Row
+	err  error
 }
 
 func (ss *seriesSet) Next() bool {
@@ -428,16 +443,19 @@ func (ss *seriesSet) Next() bool {
 			ss.cur = Series{Labels: ss.series[r.idx].lset, Samples: ss.arena[r.lo:r.hi:r.hi]}
 			return true
 		}
-		if ss.next >= len(ss.series) {
-			return false
-		}
 		if ss.q.SeriesOnly {
+			if ss.next >= len(ss.series) {
+				return false
+			}
 			ss.ready = ss.ready[:0]
 			for ; ss.next < len(ss.series); ss.next++ {
 				ss.ready = append(ss.ready, readySeries{idx: ss.next})
 			}
 			ss.readyIdx = 0
 			continue
+		}
+		if ss.inflight == nil && ss.next >= len(ss.series) {
+			return false
 		}
 		if err := ss.fetch(); err != nil {
 			ss.err = err
@@ -446,30 +464,28 @@ func (ss *seriesSet) Next() bool {
 	return false
 }
 
-// fetch reads the next batch of rows and decodes them into the arena.
-func (ss *seriesSet) fetch() error {
-	if err := ss.ctx.Err(); err != nil {
-		return err
+// plan cuts the next batch of row keys and starts its multi-get.
+func (ss *seriesSet) plan() {
+	b := ss.spare
+	ss.spare = nil
+	if b == nil {
+		b = &rowBatch{}
 	}
-	// A series cut by the previous batch keeps its samples at the arena's
-	// start.
-	ss.arena = ss.arena[:copy(ss.arena, ss.arena[ss.carryLo:])]
-	ss.carryLo = 0
-	ss.ready, ss.readyIdx = ss.ready[:0], 0
-	ss.keys, ss.keyBuf, ss.owners = ss.keys[:0], ss.keyBuf[:0], ss.owners[:0]
+	b.keys, b.keyBuf, b.owners, b.hours = b.keys[:0], b.keyBuf[:0], b.owners[:0], b.hours[:0]
+	b.rows, b.err, b.cut = nil, nil, false
 	lay := ss.s.layout
-	var hours []uint32
 	nSeries := 0
-	for ss.next < len(ss.series) && len(ss.owners) < ss.s.cfg.ReadBatchRows && nSeries < ss.s.cfg.ReadBatchSeries {
+	for ss.next < len(ss.series) && len(b.owners) < ss.s.cfg.ReadBatchRows && nSeries < ss.s.cfg.ReadBatchSeries {
 		sr := ss.series[ss.next]
-		for ss.nextHour < len(sr.hours) && len(ss.owners) < ss.s.cfg.ReadBatchRows {
-			ss.keyBuf = lay.AppendRowKey(ss.keyBuf, sr.sid, sr.hours[ss.nextHour])
-			ss.owners = append(ss.owners, ss.next)
-			hours = append(hours, sr.hours[ss.nextHour])
+		for ss.nextHour < len(sr.hours) && len(b.owners) < ss.s.cfg.ReadBatchRows {
+			b.keyBuf = lay.AppendRowKey(b.keyBuf, sr.sid, sr.hours[ss.nextHour])
+			b.owners = append(b.owners, ss.next)
+			b.hours = append(b.hours, sr.hours[ss.nextHour])
 			ss.nextHour++
 		}
 		if ss.nextHour < len(sr.hours) {
-			break // the row budget cut this series
+			b.cut = true // the row budget cut this series
+			break
 		}
 		ss.next++
 		ss.nextHour = 0
@@ -477,45 +493,77 @@ func (ss *seriesSet) fetch() error {
 	}
 	// Keys are cut from keyBuf only now that it no longer grows.
 	off := 0
-	for i := range ss.owners {
-		n := lay.HeaderWidth() + len(ss.series[ss.owners[i]].sid) - lay.MetricWidth
-		ss.keys = append(ss.keys, ss.keyBuf[off:off+n:off+n])
+	for _, o := range b.owners {
+		n := lay.HeaderWidth() + len(ss.series[o].sid) - lay.MetricWidth
+		b.keys = append(b.keys, b.keyBuf[off:off+n:off+n])
 		off += n
 	}
-	rows, err := ss.s.data.Get(ss.ctx, FamilyData, ss.keys)
-	if err != nil {
-		return fmt.Errorf("read %d rows: %w", len(ss.keys), err)
+	b.done = make(chan struct{})
+	ss.inflight = b
+	go func() {
+		defer close(b.done)
+		b.rows, b.err = ss.s.data.Get(ss.ctx, FamilyData, b.keys)
+	}()
+}
+
+// fetch waits for the multi-get under way, starts the next one and decodes
+// the rows into the arena.
+func (ss *seriesSet) fetch() error {
+	if ss.inflight == nil {
+		ss.plan()
 	}
+	b := ss.inflight
+	select {
+	case <-b.done:
+	case <-ss.ctx.Done():
+		return ss.ctx.Err()
+	}
+	ss.inflight = nil
+	if b.err != nil {
+		return fmt.Errorf("read %d rows: %w", len(b.keys), b.err)
+	}
+	if ss.next < len(ss.series) {
+		ss.plan()
+	}
+	// A series cut by the previous batch keeps its samples at the arena's
+	// start.
+	ss.arena = ss.arena[:copy(ss.arena, ss.arena[ss.carryLo:])]
+	ss.carryLo = 0
+	ss.ready, ss.readyIdx = ss.ready[:0], 0
 	lo := 0
-	ss.carryLo = -1
-	for i, row := range rows {
-		ss.arena, err = cellcodec.AppendRowSamples(ss.arena, rowkey.HourMillis(hours[i]), row.Cells, ss.q.Start, ss.q.End)
+	for i, row := range b.rows {
+		var err error
+		ss.arena, err = cellcodec.AppendRowSamples(ss.arena, rowkey.HourMillis(b.hours[i]), row.Cells, ss.q.Start, ss.q.End)
 		if err != nil {
-			return fmt.Errorf("row of series %s at hour %d: %w", ss.series[ss.owners[i]].lset, hours[i], err)
+			return fmt.Errorf("row of series %s at hour %d: %w", ss.series[b.owners[i]].lset, b.hours[i], err)
 		}
-		last := i == len(rows)-1
-		if last && ss.owners[i] == ss.next {
-			ss.carryLo = lo // continued in the next batch
-			break
+		if i < len(b.rows)-1 && b.owners[i+1] == b.owners[i] {
+			continue
 		}
-		if last || ss.owners[i+1] != ss.owners[i] {
-			ss.ready = append(ss.ready, readySeries{idx: ss.owners[i], lo: lo, hi: len(ss.arena)})
-			lo = len(ss.arena)
+		if i == len(b.rows)-1 && b.cut {
+			break // continued in the next batch
 		}
+		ss.ready = append(ss.ready, readySeries{idx: b.owners[i], lo: lo, hi: len(ss.arena)})
+		lo = len(ss.arena)
 	}
-	if ss.carryLo < 0 {
-		ss.carryLo = len(ss.arena) // nothing carried over
-	}
+	ss.carryLo = lo
+	b.rows = nil
+	ss.spare = b
 	return nil
 }
 
 func (ss *seriesSet) At() Series { return ss.cur }
 func (ss *seriesSet) Err() error { return ss.err }
+
+// Close stops a multi-get under way and waits for it.
 func (ss *seriesSet) Close() {
-	ss.series, ss.arena, ss.ready = nil, nil, nil
-	ss.next = 0
-	ss.readyIdx = 0
-	ss.err = nil
+	ss.cancel()
+	if ss.inflight != nil {
+		<-ss.inflight.done
+		ss.inflight = nil
+	}
+	ss.series, ss.arena, ss.ready, ss.spare = nil, nil, nil, nil
+	ss.next, ss.readyIdx = 0, 0
 }
 
 type errSeriesSet struct{ err error }

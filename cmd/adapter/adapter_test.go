@@ -370,18 +370,11 @@ func selfSigned(t *testing.T) (certPEM, keyPEM []byte, pool *x509.CertPool) {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), pool
 }
 
-// envHBaseRunDir names the HBASE_RUN_DIR of an HBase this test may stop and
-// resume (scripts/hbase.sh). Never point it at an HBase others use.
-const envHBaseRunDir = "PROMHBASE_TEST_HBASE_RUN_DIR"
-
 // TestHBaseOutage: while HBase is down, writes get 503 within the write
 // timeout (plus a margin); once it is back, they succeed again.
 func TestHBaseOutage(t *testing.T) {
 	zk := hbasetest.ZK(t)
-	runDir := os.Getenv(envHBaseRunDir)
-	if runDir == "" {
-		t.Skip(envHBaseRunDir + " is not set: this test stops and resumes that HBase (scripts/hbase.sh)")
-	}
+	runDir := hbasetest.RunDir(t)
 	script, err := filepath.Abs("../../scripts/hbase.sh")
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,7 @@ import (
 	"github.com/prom-hbase/prom-hbase/table"
 	"github.com/prom-hbase/prom-hbase/table/hbasetable"
 	"github.com/prom-hbase/prom-hbase/table/pebbletable"
+	"github.com/prom-hbase/prom-hbase/table/tablemetrics"
 )
 
 func main() {
@@ -179,7 +180,7 @@ func serve(cfg *config, logger *slog.Logger) error {
 			logger.Error("closing storage", "err", err)
 		}
 	}()
-	st, err := store.Open(ctx, db, store.Config{
+	st, err := store.Open(ctx, tablemetrics.Wrap(db, tablemetrics.NewMetrics(reg)), store.Config{
 		TablePrefix:         cfg.tablePrefix,
 		Layout:              cfg.layout,
 		Retention:           time.Duration(cfg.retention),

@@ -38,3 +38,24 @@ func ZKRoot() string {
 	}
 	return "/hbase"
 }
+
+// EnvRunDir names the environment variable holding the HBASE_RUN_DIR of the
+// test HBase (scripts/hbase.sh), set only when tests may stop and resume it.
+// The test command sets it for the packages it runs one at a time, never for
+// packages that run side by side.
+const EnvRunDir = "PROMHBASE_TEST_HBASE_RUN_DIR"
+
+// RunDir returns the run directory of an HBase the calling test may stop and
+// resume. Without one, the test fails when CI=true and is skipped otherwise.
+func RunDir(tb testing.TB) string {
+	tb.Helper()
+	if d := os.Getenv(EnvRunDir); d != "" {
+		return d
+	}
+	msg := EnvRunDir + " is not set: this test stops and resumes the HBase in that directory; run `make test`"
+	if os.Getenv("CI") == "true" {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
+	return ""
+}
