@@ -91,7 +91,11 @@ func (p promAPI) query(ctx context.Context, q query) ([]series, error) {
 	path := "/api/v1/query"
 	if q.step > 0 {
 		path = "/api/v1/query_range"
-		params.Set("start", apiTime(q.start))
+		// Steps are counted from start: align start on end so that the last
+		// step is end itself. Otherwise it may fall just before a sample the
+		// pinned end was chosen to include.
+		start := q.end.Add(-q.end.Sub(q.start).Truncate(q.step))
+		params.Set("start", apiTime(start))
 		params.Set("end", apiTime(q.end))
 		params.Set("step", strconv.FormatFloat(q.step.Seconds(), 'f', -1, 64))
 	} else {

@@ -68,13 +68,13 @@ func main() {
 }
 
 func run(c config) error {
-	var reqs []request
+	var shards [][]request
 	var err error
 	switch c.mode {
 	case "write1", "write2":
-		reqs, err = writeRequests(c)
+		shards, err = writeRequests(c)
 	case "read-samples", "read-streamed":
-		reqs, err = readRequests(c)
+		shards, err = readRequests(c)
 	default:
 		return fmt.Errorf("unknown -mode %q", c.mode)
 	}
@@ -83,32 +83,32 @@ func run(c config) error {
 	}
 	client := &http.Client{Timeout: c.timeout, Transport: &http.Transport{MaxIdleConnsPerHost: c.concurrency}}
 	var (
-		next      atomic.Int64
 		samples   atomic.Int64
 		mu        sync.Mutex
-		latencies = make([]time.Duration, 0, len(reqs))
+		latencies []time.Duration
 		firstErr  error
 		wg        sync.WaitGroup
 	)
 	begin := time.Now()
-	for range c.concurrency {
+	// Each worker sends its shard's requests in order: a series' samples
+	// never overtake each other.
+	for w, reqs := range shards {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(reqs) {
-					return
-				}
+			for i := range reqs {
 				t0 := time.Now()
 				n, err := reqs[i].do(client, c)
 				d := time.Since(t0)
 				mu.Lock()
 				latencies = append(latencies, d)
 				if err != nil && firstErr == nil {
-					firstErr = fmt.Errorf("request %d: %w", i, err)
+					firstErr = fmt.Errorf("shard %d, request %d: %w", w, i, err)
 				}
 				mu.Unlock()
+				if err != nil {
+					return
+				}
 				samples.Add(int64(n))
 			}
 		}()
@@ -121,7 +121,7 @@ func run(c config) error {
 	slices.Sort(latencies)
 	pct := func(p float64) time.Duration { return latencies[int(p*float64(len(latencies)-1))] }
 	fmt.Printf("mode=%s url=%s requests=%d samples=%d elapsed=%.3fs samples_per_sec=%.0f p50=%s p99=%s\n",
-		c.mode, c.url, len(reqs), samples.Load(), elapsed.Seconds(),
+		c.mode, c.url, len(latencies), samples.Load(), elapsed.Seconds(),
 		float64(samples.Load())/elapsed.Seconds(), pct(0.5).Round(time.Microsecond), pct(0.99).Round(time.Microsecond))
 	return nil
 }
@@ -171,62 +171,81 @@ func seriesLabels(c config, i int) labels.Labels {
 	)
 }
 
-func writeRequests(c config) ([]request, error) {
+func writeRequests(c config) ([][]request, error) {
 	lbls := make([]labels.Labels, c.series)
 	for i := range lbls {
 		lbls[i] = seriesLabels(c, i)
 	}
-	var out []request
-	total := c.series * c.rounds
-	for off := 0; off < total; off += c.perRequest {
-		end := min(off+c.perRequest, total)
-		var raw []byte
-		var err error
-		headers := map[string]string{"Content-Encoding": "snappy", "User-Agent": "loadgen"}
-		if c.mode == "write1" {
-			wr := prompb.WriteRequest{}
-			for k := off; k < end; k++ {
-				round, s := k/c.series, k%c.series
-				ts := prompb.TimeSeries{Samples: []prompb.Sample{{Timestamp: c.start + int64(round)*c.step, Value: float64(k)}}}
-				lbls[s].Range(func(l labels.Label) { ts.Labels = append(ts.Labels, prompb.Label{Name: l.Name, Value: l.Value}) })
-				wr.Timeseries = append(wr.Timeseries, ts)
+	// Shard w owns the series s with s % concurrency == w and sends them
+	// round by round, as the shards of a Prometheus queue do.
+	shards := make([][]request, c.concurrency)
+	for w := range c.concurrency {
+		var keys []int // sample k = round*series + s, for this shard's series, in send order
+		for round := range c.rounds {
+			for s := w; s < c.series; s += c.concurrency {
+				keys = append(keys, round*c.series+s)
 			}
-			raw, err = proto.Marshal(&wr)
-			headers["Content-Type"] = "application/x-protobuf"
-			headers["X-Prometheus-Remote-Write-Version"] = "0.1.0"
-		} else {
-			st := writev2.NewSymbolTable()
-			wr := writev2.Request{}
-			var buf []uint32
-			for k := off; k < end; k++ {
-				round, s := k/c.series, k%c.series
-				buf = st.SymbolizeLabels(lbls[s], buf[:0])
-				wr.Timeseries = append(wr.Timeseries, writev2.TimeSeries{
-					LabelsRefs: slices.Clone(buf),
-					Samples:    []writev2.Sample{{Timestamp: c.start + int64(round)*c.step, Value: float64(k)}},
-				})
+		}
+		for off := 0; off < len(keys); off += c.perRequest {
+			r, err := encodeWrite(c, lbls, keys[off:min(off+c.perRequest, len(keys))])
+			if err != nil {
+				return nil, err
 			}
-			wr.Symbols = st.Symbols()
-			raw, err = proto.Marshal(&wr)
-			headers["Content-Type"] = "application/x-protobuf;proto=io.prometheus.write.v2.Request"
-			headers["X-Prometheus-Remote-Write-Version"] = "2.0.0"
+			shards[w] = append(shards[w], r)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("encoding write request: %w", err)
-		}
-		out = append(out, request{body: snappy.Encode(nil, raw), headers: headers, samples: end - off})
 	}
-	return out, nil
+	return shards, nil
+}
+
+// encodeWrite builds one write request holding the samples keys
+// (k = round*series + s) name.
+func encodeWrite(c config, lbls []labels.Labels, keys []int) (request, error) {
+	var raw []byte
+	var err error
+	headers := map[string]string{"Content-Encoding": "snappy", "User-Agent": "loadgen"}
+	if c.mode == "write1" {
+		wr := prompb.WriteRequest{}
+		for _, k := range keys {
+			round, s := k/c.series, k%c.series
+			ts := prompb.TimeSeries{Samples: []prompb.Sample{{Timestamp: c.start + int64(round)*c.step, Value: float64(k)}}}
+			lbls[s].Range(func(l labels.Label) { ts.Labels = append(ts.Labels, prompb.Label{Name: l.Name, Value: l.Value}) })
+			wr.Timeseries = append(wr.Timeseries, ts)
+		}
+		raw, err = proto.Marshal(&wr)
+		headers["Content-Type"] = "application/x-protobuf"
+		headers["X-Prometheus-Remote-Write-Version"] = "0.1.0"
+	} else {
+		st := writev2.NewSymbolTable()
+		wr := writev2.Request{}
+		var buf []uint32
+		for _, k := range keys {
+			round, s := k/c.series, k%c.series
+			buf = st.SymbolizeLabels(lbls[s], buf[:0])
+			wr.Timeseries = append(wr.Timeseries, writev2.TimeSeries{
+				LabelsRefs: slices.Clone(buf),
+				Samples:    []writev2.Sample{{Timestamp: c.start + int64(round)*c.step, Value: float64(k)}},
+			})
+		}
+		wr.Symbols = st.Symbols()
+		raw, err = proto.Marshal(&wr)
+		headers["Content-Type"] = "application/x-protobuf;proto=io.prometheus.write.v2.Request"
+		headers["X-Prometheus-Remote-Write-Version"] = "2.0.0"
+	}
+	if err != nil {
+		return request{}, fmt.Errorf("encoding write request: %w", err)
+	}
+	return request{body: snappy.Encode(nil, raw), headers: headers, samples: len(keys)}, nil
 }
 
 // readRequests asks, metric by metric, for everything a write run of the same
 // flags stored.
-func readRequests(c config) ([]request, error) {
+func readRequests(c config) ([][]request, error) {
 	rt := prompb.ReadRequest_SAMPLES
 	if c.mode == "read-streamed" {
 		rt = prompb.ReadRequest_STREAMED_XOR_CHUNKS
 	}
-	var out []request
+	out := make([][]request, c.concurrency)
+	n := 0
 	for range c.rounds {
 		for m := range c.metrics {
 			rr := prompb.ReadRequest{
@@ -244,7 +263,9 @@ func readRequests(c config) ([]request, error) {
 			if err != nil {
 				return nil, fmt.Errorf("encoding read request: %w", err)
 			}
-			out = append(out, request{body: snappy.Encode(nil, raw), headers: map[string]string{
+			w := n % c.concurrency
+			n++
+			out[w] = append(out[w], request{body: snappy.Encode(nil, raw), headers: map[string]string{
 				"Content-Encoding":                 "snappy",
 				"Content-Type":                     "application/x-protobuf",
 				"X-Prometheus-Remote-Read-Version": "0.1.0",
