@@ -87,7 +87,7 @@ func (o op) observe(start time.Time, err error) {
 }
 
 type instrumentedTable struct {
-	t                                              table.Table
+	t                                           table.Table
 	put, del, get, scan, increment, checkAndPut op
 }
 
