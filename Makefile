@@ -14,9 +14,7 @@ test:
 	scripts/test.sh
 
 lint:
-	@test -z "$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*' -not -path './.hbase/*'))" || (echo "gofmt needed"; exit 1)
-	go vet ./...
-	go tool staticcheck ./...
+	scripts/lint.sh
 
 generate:
 	go generate ./...

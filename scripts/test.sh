@@ -8,12 +8,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export HBASE_RUN_DIR=${HBASE_RUN_DIR:-$PWD/.hbase}
 
 echo "== static checks"
-unformatted=$(gofmt -l $(find . -name '*.go' -not -path './.hbase/*' -not -path './.git/*'))
-if [[ -n $unformatted ]]; then
-  echo "gofmt: these files need formatting:"; echo "$unformatted"; exit 1
-fi
-go vet ./...
-go tool staticcheck ./...
+scripts/lint.sh
 
 echo "== Prometheus for the end-to-end suite"
 PROMHBASE_PROMETHEUS=$(scripts/prometheus.sh)

@@ -197,8 +197,8 @@ func writeRequests(c config) ([][]request, error) {
 	return shards, nil
 }
 
-// encodeWrite builds one write request holding the samples keys
-// (k = round*series + s) name.
+// encodeWrite builds one write request holding the samples that keys name
+// (k = round*series + s).
 func encodeWrite(c config, lbls []labels.Labels, keys []int) (request, error) {
 	var raw []byte
 	var err error

@@ -60,7 +60,7 @@ func (d *instrumentedDB) Table(ctx context.Context, name string) (table.Table, e
 func (d *instrumentedDB) CreateTable(ctx context.Context, spec table.TableSpec) error {
 	start := time.Now()
 	err := d.DB.CreateTable(ctx, spec)
-	d.m.observe("create_table", spec.Name, start, err)
+	d.m.op("create_table", spec.Name).observe(start, err)
 	return err
 }
 
@@ -73,10 +73,6 @@ type op struct {
 
 func (m *Metrics) op(name, tbl string) op {
 	return op{duration: m.duration.WithLabelValues(name, tbl), errors: m.errors.WithLabelValues(name, tbl)}
-}
-
-func (m *Metrics) observe(name, tbl string, start time.Time, err error) {
-	m.op(name, tbl).observe(start, err)
 }
 
 func (o op) observe(start time.Time, err error) {
