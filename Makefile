@@ -24,3 +24,24 @@ hbase-start:
 
 hbase-stop:
 	scripts/hbase.sh stop
+
+# The adapter against OpenTSDB 2.4.1 and Prometheus on the same data in one
+# run, as ratios (BENCHMARKS.md); 5-10 minutes plus HBase's start; starts what
+# it needs (HBASE_RUN_DIR=... uses a running scripts/hbase.sh HBase).
+bench:
+	scripts/bench.sh
+
+# The Compose stack for real: a private Docker engine, images built from local
+# bases, HBase + adapter + Prometheus up, write/read/restart checked, torn down
+# (scripts/compose-test.sh; needs root, installs docker.io, docker-compose and
+# mmdebstrap with apt-get when missing).
+.PHONY: compose-test
+compose-test:
+	scripts/compose-test.sh
+
+# Fault tests of the HBase client on a two-region-server HBase started for the
+# run (about 10 minutes): a region server frozen, killed, regions moved and
+# split under a write load; 0 acknowledged writes may be lost.
+.PHONY: test-faults
+test-faults:
+	scripts/test-faults.sh

@@ -1,9 +1,9 @@
 package cellcodec
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
@@ -12,15 +12,29 @@ import (
 // with 0x00, so a row's chunk cells sort after its raw cells.
 const chunkQualifierPrefix = 0x01
 
-// chunkEncoding is the encoding of the chunks written now; the qualifier
-// carries it so that another encoding (XOR2, histograms) can come later
-// without a layout change.
-const chunkEncoding = chunkenc.EncXOR
+// ChunkQualifierLen is the length of a chunk cell's qualifier: the prefix,
+// the encoding, and the offsets of the chunk's first and last samples.
+const ChunkQualifierLen = 10
 
-// MaxChunkSamples is the most samples one chunk cell holds: XOR chunks count
-// their samples in 16 bits. An hour with more (a sample every 55 ms or less)
-// stays raw.
+// MaxChunkSamples is the most samples one chunk holds: XOR chunks count
+// their samples in 16 bits.
 const MaxChunkSamples = math.MaxUint16
+
+// SamplesPerChunk is the number of samples the compactor aims at per chunk,
+// Prometheus's own (tsdb's DefaultSamplesPerChunk): its head cuts a chunk
+// once it holds 120 samples, spreading the samples of a chunk range evenly,
+// because XOR compression gains next to nothing past ~120 samples while a
+// reader must decode a chunk from its start to reach any sample in it. An
+// hour of n samples becomes ChunkCount(n) chunks of near-equal counts, so 15
+// s scrapes give two chunks an hour, each a chunk Prometheus itself could
+// have cut and that a streamed read sends on untouched. The second cell of a
+// row costs about 20 bytes after HBase's FAST_DIFF (~0.1 byte/sample).
+const SamplesPerChunk = 120
+
+// ChunkCount is how many chunks the n samples of one hour are cut into.
+func ChunkCount(n int) int {
+	return (n + SamplesPerChunk - 1) / SamplesPerChunk
+}
 
 // Sample is one float sample; T is in milliseconds since the epoch.
 type Sample struct {
@@ -28,15 +42,63 @@ type Sample struct {
 	V float64
 }
 
-// IsChunkQualifier reports whether q is the qualifier of a chunk cell, of any
-// encoding.
+// IsChunkQualifier reports whether q is a chunk cell's qualifier, of any
+// encoding. It checks the prefix only, so that a malformed chunk qualifier is
+// reported by DecodeChunk rather than taken for a raw cell.
 func IsChunkQualifier(q []byte) bool {
-	return len(q) == 2 && q[0] == chunkQualifierPrefix
+	return len(q) > 0 && q[0] == chunkQualifierPrefix
 }
 
-// AppendChunkQualifier appends the qualifier of the chunk cells written now.
-func AppendChunkQualifier(dst []byte) []byte {
-	return append(dst, chunkQualifierPrefix, byte(chunkEncoding))
+// AppendChunkQualifier appends the qualifier of a chunk of encoding enc whose
+// first and last samples lie minOffset and maxOffset milliseconds into the
+// hour (minOffset <= maxOffset < HourMillis). Qualifiers of one row sort by
+// their first sample, after every raw qualifier.
+func AppendChunkQualifier(dst []byte, enc chunkenc.Encoding, minOffset, maxOffset uint32) []byte {
+	dst = append(dst, chunkQualifierPrefix, byte(enc))
+	dst = binary.BigEndian.AppendUint32(dst, minOffset)
+	return binary.BigEndian.AppendUint32(dst, maxOffset)
+}
+
+// Chunk is a decoded chunk cell: its time bounds come from the qualifier,
+// so nothing is decompressed.
+type Chunk struct {
+	Encoding chunkenc.Encoding
+	// MinT and MaxT are the times of the first and last samples, in
+	// milliseconds since the epoch.
+	MinT, MaxT int64
+	// Data is the chunk as chunkenc writes it, header included; it aliases
+	// the cell's value.
+	Data []byte
+}
+
+// NumSamples is the sample count from the chunk's header.
+func (c Chunk) NumSamples() int { return int(binary.BigEndian.Uint16(c.Data)) }
+
+// chunkHeaderLen is the XOR chunk's sample count header.
+const chunkHeaderLen = 2
+
+// DecodeChunk reads a chunk cell of the row whose first millisecond is
+// hourMillis. It checks the shape only, in constant time: the qualifier's
+// length, prefix and encoding (XOR, the only one written so far), the
+// offsets' order and range, and the value's header. The chunk's bits are
+// checked when they are decoded (AppendChunkSamples).
+func DecodeChunk(hourMillis int64, qualifier, value []byte) (Chunk, error) {
+	q := qualifier
+	if len(q) != ChunkQualifierLen || q[0] != chunkQualifierPrefix {
+		return Chunk{}, fmt.Errorf("%w: chunk qualifier %x", ErrMalformedCell, q)
+	}
+	enc := chunkenc.Encoding(q[1])
+	if enc != chunkenc.EncXOR {
+		return Chunk{}, fmt.Errorf("%w: chunk encoding %s not supported", ErrMalformedCell, enc)
+	}
+	lo, hi := binary.BigEndian.Uint32(q[2:6]), binary.BigEndian.Uint32(q[6:10])
+	if lo > hi || hi >= HourMillis {
+		return Chunk{}, fmt.Errorf("%w: chunk qualifier %x: offsets out of order or beyond the hour", ErrMalformedCell, q)
+	}
+	if len(value) < chunkHeaderLen {
+		return Chunk{}, fmt.Errorf("%w: chunk of %d bytes has no header", ErrMalformedCell, len(value))
+	}
+	return Chunk{Encoding: enc, MinT: hourMillis + int64(lo), MaxT: hourMillis + int64(hi), Data: value}, nil
 }
 
 // AppendChunkValue appends an XOR chunk of samples, which must be sorted by T
@@ -63,45 +125,40 @@ func AppendChunkValue(dst []byte, samples []Sample) ([]byte, error) {
 	return append(dst, c.Bytes()...), nil
 }
 
-// iterPool recycles XOR iterators, so that decoding a chunk cell allocates
-// nothing once warm. It starts empty: chunkenc makes an iterator only from a
-// chunk.
-var iterPool sync.Pool
-
-// chunkHeaderLen is the XOR chunk's sample count header.
-const chunkHeaderLen = 2
-
-// appendChunkSamples appends the samples of a chunk cell in [mint, maxt]. An
-// XOR chunk has no checksum, and chunkenc reads missing trailing bits as
+// AppendChunkSamples appends the samples of c with mint <= T <= maxt. It
+// checks that the samples are strictly ascending and inside [c.MinT,
+// c.MaxT]: a chunk that breaks either is malformed, and passing it on would
+// send Prometheus a broken series. it is an iterator to reuse (nil is fine);
+// the one returned serves the next call, so a loop over many chunks
+// allocates none once warm.
+//
+// An XOR chunk has no checksum, and chunkenc reads missing trailing bits as
 // zeros: a truncated chunk may decode as wrong samples rather than fail. The
 // backend's own checksums (HBase's HFile, Pebble's blocks) guard the bytes.
-func appendChunkSamples(dst []Sample, qualifier, value []byte, mint, maxt int64) ([]Sample, error) {
-	if len(qualifier) != 2 || chunkenc.Encoding(qualifier[1]) != chunkEncoding {
-		return dst, fmt.Errorf("%w: unsupported chunk qualifier %x", ErrMalformedCell, qualifier)
+func AppendChunkSamples(dst []Sample, c Chunk, it chunkenc.Iterator, mint, maxt int64) ([]Sample, chunkenc.Iterator, error) {
+	if c.Encoding != chunkenc.EncXOR {
+		return dst, it, fmt.Errorf("%w: chunk encoding %s not supported", ErrMalformedCell, c.Encoding)
 	}
-	if len(value) < chunkHeaderLen {
-		return dst, fmt.Errorf("%w: chunk of %d bytes has no header", ErrMalformedCell, len(value))
+	if len(c.Data) < chunkHeaderLen {
+		return dst, it, fmt.Errorf("%w: chunk of %d bytes has no header", ErrMalformedCell, len(c.Data))
 	}
-	var c chunkenc.XORChunk
-	c.Reset(value)
-	reuse, _ := iterPool.Get().(chunkenc.Iterator)
-	it := c.Iterator(reuse)
-	defer iterPool.Put(it)
+	var x chunkenc.XORChunk
+	x.Reset(c.Data)
+	it = x.Iterator(it)
+	start := len(dst)
 	prev := int64(math.MinInt64)
-	n := 0
 	for it.Next() == chunkenc.ValFloat {
 		t, v := it.At()
-		if n > 0 && t <= prev {
-			return dst, fmt.Errorf("%w: chunk samples not ascending in time at %d", ErrMalformedCell, n)
+		if t <= prev || t < c.MinT || t > c.MaxT {
+			return dst[:start], it, fmt.Errorf("%w: chunk [%d, %d]: sample at %d out of order or out of its bounds", ErrMalformedCell, c.MinT, c.MaxT, t)
 		}
 		prev = t
-		n++
 		if t >= mint && t <= maxt {
 			dst = append(dst, Sample{T: t, V: v})
 		}
 	}
 	if err := it.Err(); err != nil {
-		return dst, fmt.Errorf("%w: decode chunk: %w", ErrMalformedCell, err)
+		return dst[:start], it, fmt.Errorf("%w: chunk [%d, %d]: %w", ErrMalformedCell, c.MinT, c.MaxT, err)
 	}
-	return dst, nil
+	return dst, it, nil
 }

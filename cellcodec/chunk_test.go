@@ -1,6 +1,7 @@
 package cellcodec
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -22,8 +23,20 @@ func randomSamples(rng *rand.Rand, n int, start int64) []Sample {
 			v = math.Float64frombits(rng.Uint64())
 		case 2:
 			v = float64(i)
+		case 3:
+			v = math.Copysign(0, -1)
 		}
 		s[i] = Sample{T: t, V: v}
+	}
+	return s
+}
+
+// hourSamples are n random samples inside the hour starting at hour.
+func hourSamples(rng *rand.Rand, n int, hour int64) []Sample {
+	s := randomSamples(rng, n, hour)
+	step := HourMillis / int64(n+1)
+	for i := range s {
+		s[i].T = hour + int64(i)*step + rng.Int64N(step)
 	}
 	return s
 }
@@ -40,9 +53,39 @@ func sameSamples(a, b []Sample) bool {
 	return true
 }
 
+// chunkOf encodes samples of the hour starting at hour as a chunk cell.
+func chunkOf(tb testing.TB, hour int64, samples []Sample) (q, v []byte) {
+	tb.Helper()
+	v, err := AppendChunkValue(nil, samples)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lo, hi := uint32(0), uint32(0)
+	if len(samples) > 0 {
+		lo, hi = uint32(samples[0].T-hour), uint32(samples[len(samples)-1].T-hour)
+	}
+	return AppendChunkQualifier(nil, chunkenc.EncXOR, lo, hi), v
+}
+
+func TestChunkQualifierGolden(t *testing.T) {
+	q := AppendChunkQualifier([]byte{0xaa}, chunkenc.EncXOR, 15000, 3599_999)
+	want := []byte{0xaa, 0x01, 0x01, 0x00, 0x00, 0x3a, 0x98, 0x00, 0x36, 0xee, 0x7f}
+	if !bytes.Equal(q, want) {
+		t.Fatalf("qualifier %x, want %x", q, want)
+	}
+	if len(q)-1 != ChunkQualifierLen || !IsChunkQualifier(q[1:]) || IsRawQualifier(q[1:]) {
+		t.Fatalf("qualifier %x misclassified", q[1:])
+	}
+	// The encoding byte is chunkenc's: histogram chunks get their own.
+	if q := AppendChunkQualifier(nil, chunkenc.EncHistogram, 0, 0); q[1] != 2 {
+		t.Fatalf("histogram encoding byte %d", q[1])
+	}
+}
+
 func TestChunkRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{0, 1, 2, 3, 120, 1000, MaxChunkSamples} {
+	var it chunkenc.Iterator
+	for _, n := range []int{1, 2, 3, 120, 1000, MaxChunkSamples} {
 		samples := randomSamples(rng, n, 1_700_000_000_000)
 		val, err := AppendChunkValue([]byte("x"), samples)
 		if err != nil {
@@ -54,12 +97,53 @@ func TestChunkRoundTrip(t *testing.T) {
 		if err != nil || c.NumSamples() != n {
 			t.Fatalf("%d samples: chunkenc reads %v samples, %v", n, c.NumSamples(), err)
 		}
-		got, err := appendChunkSamples(nil, AppendChunkQualifier(nil), val, math.MinInt64, math.MaxInt64)
+		ch := Chunk{Encoding: chunkenc.EncXOR, MinT: samples[0].T, MaxT: samples[n-1].T, Data: val}
+		if ch.NumSamples() != n {
+			t.Fatalf("header says %d samples, want %d", ch.NumSamples(), n)
+		}
+		var got []Sample
+		got, it, err = AppendChunkSamples(nil, ch, it, math.MinInt64, math.MaxInt64)
 		if err != nil {
 			t.Fatalf("%d samples: decode: %v", n, err)
 		}
 		if !sameSamples(got, samples) {
 			t.Fatalf("%d samples: decoded samples differ", n)
+		}
+		// Trimmed to a part of the range.
+		mid := samples[n/2].T
+		got, it, err = AppendChunkSamples(got[:0], ch, it, mid, mid)
+		if err != nil || len(got) != 1 || got[0].T != mid {
+			t.Fatalf("%d samples: trimmed to %d: %v, %v", n, mid, got, err)
+		}
+	}
+}
+
+func TestDecodeChunk(t *testing.T) {
+	h := testHour
+	samples := []Sample{{h + 1000, 1}, {h + 2000, math.Float64frombits(staleNaN)}, {h + HourMillis - 1, -1}}
+	q, v := chunkOf(t, h, samples)
+	c, err := DecodeChunk(h, q, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Encoding != chunkenc.EncXOR || c.MinT != h+1000 || c.MaxT != h+HourMillis-1 || &c.Data[0] != &v[0] || c.NumSamples() != 3 {
+		t.Fatalf("decoded %+v", c)
+	}
+	for _, tc := range []struct {
+		name   string
+		q, val []byte
+	}{
+		{"short qualifier", q[:9], v},
+		{"long qualifier", append(q[:10:10], 0), v},
+		{"raw qualifier", AppendRawQualifier(nil, 5), v},
+		{"histogram encoding", AppendChunkQualifier(nil, chunkenc.EncHistogram, 0, 1), v},
+		{"unknown encoding", AppendChunkQualifier(nil, 99, 0, 1), v},
+		{"min after max", AppendChunkQualifier(nil, chunkenc.EncXOR, 2, 1), v},
+		{"max beyond the hour", AppendChunkQualifier(nil, chunkenc.EncXOR, 0, HourMillis), v},
+		{"no header", q, v[:1]},
+	} {
+		if _, err := DecodeChunk(h, tc.q, tc.val); !errors.Is(err, ErrMalformedCell) {
+			t.Errorf("%s: error %v, want ErrMalformedCell", tc.name, err)
 		}
 	}
 }
@@ -84,33 +168,85 @@ func TestAppendChunkValueErrors(t *testing.T) {
 	}
 }
 
-func TestChunkDecodeErrors(t *testing.T) {
-	val, err := AppendChunkValue(nil, randomSamples(rand.New(rand.NewPCG(5, 6)), 50, 0))
+func TestChunkSamplesErrors(t *testing.T) {
+	h := testHour
+	samples := hourSamples(rand.New(rand.NewPCG(5, 6)), 50, h)
+	q, v := chunkOf(t, h, samples)
+	good, err := DecodeChunk(h, q, v)
 	if err != nil {
 		t.Fatal(err)
 	}
+	narrow := good
+	narrow.MaxT-- // the qualifier claims less than the chunk holds
+	late := good
+	late.MinT++
 	for _, tc := range []struct {
-		name   string
-		q, val []byte
+		name string
+		c    Chunk
 	}{
-		{"unknown encoding", []byte{1, byte(chunkenc.EncHistogram)}, val},
-		{"no header", AppendChunkQualifier(nil), val[:1]},
+		{"unknown encoding", Chunk{Encoding: chunkenc.EncHistogram, Data: v}},
+		{"no header", Chunk{Encoding: chunkenc.EncXOR, Data: v[:1]}},
 		// XOR chunks carry no checksum and tolerate some truncation (missing
 		// bits read as zeros); a chunk cut inside its first sample fails.
-		{"truncated", AppendChunkQualifier(nil), val[:5]},
+		{"truncated", Chunk{Encoding: chunkenc.EncXOR, MinT: good.MinT, MaxT: good.MaxT, Data: v[:5]}},
+		{"sample after MaxT", narrow},
+		{"sample before MinT", late},
 	} {
-		if _, err := appendChunkSamples(nil, tc.q, tc.val, math.MinInt64, math.MaxInt64); !errors.Is(err, ErrMalformedCell) {
+		dst := []Sample{{1, 1}}
+		got, _, err := AppendChunkSamples(dst, tc.c, nil, math.MinInt64, math.MaxInt64)
+		if !errors.Is(err, ErrMalformedCell) {
 			t.Errorf("%s: error %v, want ErrMalformedCell", tc.name, err)
+		}
+		if len(got) != 1 {
+			t.Errorf("%s: dst has %d samples after an error", tc.name, len(got))
 		}
 	}
 }
 
+func TestChunkCount(t *testing.T) {
+	for _, tc := range []struct{ n, want int }{{0, 0}, {1, 1}, {120, 1}, {121, 2}, {240, 2}, {360, 3}, {3600, 30}} {
+		if got := ChunkCount(tc.n); got != tc.want {
+			t.Errorf("ChunkCount(%d) = %d, want %d", tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestChunkSamplesAllocs(t *testing.T) {
+	h := testHour
+	q, v := chunkOf(t, h, hourSamples(rand.New(rand.NewPCG(9, 9)), 120, h))
+	c, err := DecodeChunk(h, q, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]Sample, 0, 128)
+	var it chunkenc.Iterator
+	dst, it, _ = AppendChunkSamples(dst, c, it, math.MinInt64, math.MaxInt64)
+	if allocs := testing.AllocsPerRun(100, func() {
+		dst, it, err = AppendChunkSamples(dst[:0], c, it, math.MinInt64, math.MaxInt64)
+		if err != nil || len(dst) != 120 {
+			t.Fatal(len(dst), err)
+		}
+	}); allocs != 0 {
+		t.Errorf("%v allocations per chunk decoded with a reused iterator", allocs)
+	}
+}
+
 func BenchmarkAppendChunkValue(b *testing.B) {
-	samples := randomSamples(rand.New(rand.NewPCG(7, 8)), 240, 0)
+	samples := randomSamples(rand.New(rand.NewPCG(7, 8)), SamplesPerChunk, 0)
 	var dst []byte
 	for b.Loop() {
 		var err error
 		if dst, err = AppendChunkValue(dst[:0], samples); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeChunk(b *testing.B) {
+	h := testHour
+	q, v := chunkOf(b, h, hourSamples(rand.New(rand.NewPCG(7, 8)), SamplesPerChunk, h))
+	for b.Loop() {
+		if _, err := DecodeChunk(h, q, v); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,15 +1,23 @@
 // Package cellcodec owns the cell layout of the data table's hour rows
-// (DESIGN.md section 2): raw sample cells and compacted XOR-chunk cells, and
-// the merge of both into the samples of a row.
+// (DESIGN.md section 2): raw sample cells and compacted chunk cells, how an
+// hour is cut into chunks, and the merge of both kinds into the samples of a
+// row.
 //
 // A raw cell holds one sample: its qualifier is the 4-byte big-endian
 // millisecond offset within the hour, its value the 8 big-endian bytes of the
 // float64 (bit-exact: every NaN payload, the staleness marker among them,
-// comes back as written), its cell timestamp the sample time. A chunk cell
-// holds the compacted samples of the hour: its qualifier is 0x01 followed by
-// the chunk's encoding (chunkenc.EncXOR), which sorts after every raw
-// qualifier (offsets < 2^24, so raw qualifiers start with 0x00), and its value
-// is a Prometheus chunk as tsdb/chunkenc writes it, header included.
+// comes back as written), its cell timestamp the sample time.
+//
+// A chunk cell holds compacted samples of the hour. Its 10-byte qualifier is
+// 0x01, the chunk's encoding (a chunkenc.Encoding byte: XOR today, room for
+// histogram chunks beside it), then the big-endian u32 millisecond offsets
+// within the hour of the chunk's first and last samples; its value is the
+// chunk exactly as tsdb/chunkenc writes it, header included, which is what
+// Prometheus takes in a streamed remote read; its cell timestamp is the time
+// of its last sample, so retention drops it with its newest sample. A
+// chunk's time range is thus known without decoding it, chunk cells sort
+// after every raw cell of their row (offsets < 2^24, so raw qualifiers start
+// with 0x00), and among themselves by their first sample.
 //
 // It must not know row keys, UIDs, series, nor any backend.
 package cellcodec
@@ -23,7 +31,10 @@ import (
 
 // LayoutVersion is the version of the cell layout, recorded by the store in
 // its schema row; it changes whenever a reader of the old layout would
-// misread the new one.
+// misread the new one. Chunk cells came with version 1 still, as no store
+// wrote one before their final layout; an adapter built before them reports
+// a row holding one as malformed, so every adapter sharing the tables is
+// upgraded before any runs the compactor.
 const LayoutVersion = 1
 
 const (

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
 
 // staleNaN is Prometheus's staleness marker (model/value.StaleNaN).
@@ -67,10 +69,18 @@ func TestDecodeRawErrors(t *testing.T) {
 }
 
 // TestQualifierOrder checks the property the row merge relies on: in a
-// backend's bytewise order raw cells come in time order, and the chunk cell
-// after all of them.
+// backend's bytewise order raw cells come in time order, and chunk cells
+// after all of them, in the order of their first samples.
 func TestQualifierOrder(t *testing.T) {
-	chunk := AppendChunkQualifier(nil)
+	chunk := AppendChunkQualifier(nil, chunkenc.EncXOR, 0, 0)
+	prevChunk := chunk
+	for _, off := range []uint32{1, 255, 256, 65535, 65536, 1 << 20, HourMillis - 1} {
+		q := AppendChunkQualifier(nil, chunkenc.EncXOR, off, off)
+		if bytes.Compare(prevChunk, q) >= 0 {
+			t.Errorf("chunk qualifier of %d does not sort after its predecessor", off)
+		}
+		prevChunk = q
+	}
 	prev := AppendRawQualifier(nil, 0)
 	for _, off := range []uint32{1, 255, 256, 65535, 65536, 1 << 20, HourMillis - 1} {
 		q := AppendRawQualifier(nil, off)

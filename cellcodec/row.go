@@ -3,29 +3,47 @@ package cellcodec
 import (
 	"fmt"
 	"slices"
+	"sync"
 
-	"github.com/prom-hbase/prom-hbase/table"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
+
+// iterPool recycles chunk iterators across rows, so that decoding rows
+// allocates nothing once warm.
+var iterPool sync.Pool
+
+// Cells is what the row decoder needs of a row: its cells' qualifiers and
+// values, in any order. The storage layer adapts its own cell type to it, so
+// that this package need not know the storage interface. AppendRowSamples
+// takes it as a type parameter: a slice type passed as an interface value
+// would cost an allocation per row.
+type Cells interface {
+	Len() int
+	Cell(i int) (qualifier, value []byte)
+}
 
 // AppendRowSamples appends to dst the samples of one hour row whose first
 // millisecond is hourMillis, keeping those with mint <= T <= maxt, sorted by
-// T without duplicates. The row may hold raw cells, chunk cells or both (a
-// compaction racing late writes): where both hold a sample for the same T,
-// the raw cell wins, being the later write. Cells may come in any order,
-// though a backend's qualifier order is the cheap case. On error dst comes
-// back as it was given.
-func AppendRowSamples(dst []Sample, hourMillis int64, cells []table.Cell, mint, maxt int64) ([]Sample, error) {
+// T without duplicates. The row may hold raw cells, chunk cells or both (late
+// samples beside a compacted hour): where both hold a sample for the same T,
+// the raw cell wins, being the later write. Chunks of one row overlap only
+// while a compaction of it is interrupted, and then agree wherever no raw
+// cell overrides them; the first in qualifier order wins. Cells may come in
+// any order, though a backend's qualifier order is the cheap case. On error
+// dst comes back as it was given.
+func AppendRowSamples[C Cells](dst []Sample, hourMillis int64, cells C, mint, maxt int64) ([]Sample, error) {
 	start := len(dst)
 	sorted := true
 	last := int64(0)
 	hasChunk := false
-	for i := range cells {
-		c := &cells[i]
-		if IsChunkQualifier(c.Qualifier) {
+	n := cells.Len()
+	for i := range n {
+		q, v := cells.Cell(i)
+		if IsChunkQualifier(q) {
 			hasChunk = true
 			continue
 		}
-		off, v, err := DecodeRaw(c.Qualifier, c.Value)
+		off, f, err := DecodeRaw(q, v)
 		if err != nil {
 			return dst[:start], fmt.Errorf("cell %d of row: %w", i, err)
 		}
@@ -37,24 +55,35 @@ func AppendRowSamples(dst []Sample, hourMillis int64, cells []table.Cell, mint, 
 			sorted = false
 		}
 		last = t
-		dst = append(dst, Sample{T: t, V: v})
+		dst = append(dst, Sample{T: t, V: f})
 	}
 	// Chunk samples go after every raw sample, so that the stable sort below
 	// keeps the raw one first among equal times.
 	if hasChunk {
-		for i := range cells {
-			c := &cells[i]
-			if !IsChunkQualifier(c.Qualifier) {
+		it, _ := iterPool.Get().(chunkenc.Iterator)
+		defer func() {
+			if it != nil {
+				iterPool.Put(it)
+			}
+		}()
+		for i := range n {
+			q, v := cells.Cell(i)
+			if !IsChunkQualifier(q) {
 				continue
 			}
-			n := len(dst)
-			var err error
-			dst, err = appendChunkSamples(dst, c.Qualifier, c.Value, mint, maxt)
+			c, err := DecodeChunk(hourMillis, q, v)
 			if err != nil {
 				return dst[:start], fmt.Errorf("cell %d of row: %w", i, err)
 			}
-			if len(dst) > n {
-				if n > start && dst[n].T <= last {
+			if c.MaxT < mint || c.MinT > maxt {
+				continue // its qualifier says it has nothing in range
+			}
+			before := len(dst)
+			if dst, it, err = AppendChunkSamples(dst, c, it, mint, maxt); err != nil {
+				return dst[:start], fmt.Errorf("cell %d of row: %w", i, err)
+			}
+			if len(dst) > before {
+				if before > start && dst[before].T <= last {
 					sorted = false
 				}
 				last = dst[len(dst)-1].T

@@ -6,35 +6,34 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-
-	"github.com/prom-hbase/prom-hbase/table"
 )
 
 const testHour = int64(1_700_000_000) / 3600 * 3600 * 1000
 
-func rawCell(hour int64, s Sample) table.Cell {
-	return table.Cell{
-		Family:    "t",
-		Qualifier: AppendRawQualifier(nil, uint32(s.T-hour)),
-		Timestamp: s.T,
-		Value:     AppendRawValue(nil, s.V),
-	}
+// cell is a qualifier and value; testCells adapts a slice of them to Cells.
+type cell struct{ q, v []byte }
+
+type testCells []cell
+
+func (c testCells) Len() int                    { return len(c) }
+func (c testCells) Cell(i int) ([]byte, []byte) { return c[i].q, c[i].v }
+
+func rawCell(hour int64, s Sample) cell {
+	return cell{AppendRawQualifier(nil, uint32(s.T-hour)), AppendRawValue(nil, s.V)}
 }
 
-func chunkCell(t testing.TB, samples []Sample) table.Cell {
-	v, err := AppendChunkValue(nil, samples)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return table.Cell{Family: "t", Qualifier: AppendChunkQualifier(nil), Value: v}
+func chunkCell(tb testing.TB, hour int64, samples []Sample) cell {
+	q, v := chunkOf(tb, hour, samples)
+	return cell{q, v}
 }
 
 // sortCells puts cells in a backend's order: bytewise by qualifier.
-func sortCells(cells []table.Cell) {
-	slices.SortStableFunc(cells, func(a, b table.Cell) int { return bytes.Compare(a.Qualifier, b.Qualifier) })
+func sortCells(cells []cell) {
+	slices.SortStableFunc(cells, func(a, b cell) int { return bytes.Compare(a.q, b.q) })
 }
 
-// referenceMerge is the obvious evaluation of AppendRowSamples' contract.
+// referenceMerge is the obvious evaluation of AppendRowSamples' contract for
+// raw cells and disjoint chunks.
 func referenceMerge(raw, chunk []Sample, mint, maxt int64) []Sample {
 	byT := map[int64]float64{}
 	for _, s := range chunk {
@@ -78,14 +77,15 @@ func TestAppendRowSamplesRandom(t *testing.T) {
 		raw := randomHourSamples(rng, rng.IntN(60))
 		var chunk []Sample
 		if rng.IntN(2) == 0 {
-			chunk = randomHourSamples(rng, rng.IntN(60))
+			chunk = randomHourSamples(rng, 1+rng.IntN(300))
 		}
-		var cells []table.Cell
+		var cells []cell
 		for _, s := range raw {
 			cells = append(cells, rawCell(testHour, s))
 		}
-		if chunk != nil {
-			cells = append(cells, chunkCell(t, chunk))
+		// The chunk samples cut as the compactor cuts them.
+		for k, n := 0, ChunkCount(len(chunk)); k < n; k++ {
+			cells = append(cells, chunkCell(t, testHour, chunk[len(chunk)*k/n:len(chunk)*(k+1)/n]))
 		}
 		if rng.IntN(4) == 0 {
 			rng.Shuffle(len(cells), func(i, j int) { cells[i], cells[j] = cells[j], cells[i] })
@@ -98,7 +98,7 @@ func TestAppendRowSamplesRandom(t *testing.T) {
 			maxt = mint + rng.Int64N(HourMillis)
 		}
 		prefix := []Sample{{T: -1, V: 7}}
-		got, err := AppendRowSamples(slices.Clone(prefix), testHour, cells, mint, maxt)
+		got, err := AppendRowSamples(slices.Clone(prefix), testHour, testCells(cells), mint, maxt)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
@@ -113,16 +113,18 @@ func TestAppendRowSamplesRandom(t *testing.T) {
 
 func TestAppendRowSamplesRawWins(t *testing.T) {
 	h := testHour
-	cells := []table.Cell{
+	neg0 := math.Copysign(0, -1)
+	cells := testCells{
 		rawCell(h, Sample{h + 10, 1}),
 		rawCell(h, Sample{h + 20, math.Float64frombits(staleNaN)}),
-		chunkCell(t, []Sample{{h + 5, 100}, {h + 10, 200}, {h + 20, 300}, {h + 30, 400}}),
+		rawCell(h, Sample{h + 30, neg0}),
+		chunkCell(t, h, []Sample{{h + 5, 100}, {h + 10, 200}, {h + 20, 300}, {h + 30, 400}, {h + 40, 0}}),
 	}
 	got, err := AppendRowSamples(nil, h, cells, math.MinInt64, math.MaxInt64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Sample{{h + 5, 100}, {h + 10, 1}, {h + 20, math.Float64frombits(staleNaN)}, {h + 30, 400}}
+	want := []Sample{{h + 5, 100}, {h + 10, 1}, {h + 20, math.Float64frombits(staleNaN)}, {h + 30, neg0}, {h + 40, 0}}
 	if !sameSamples(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
@@ -135,21 +137,42 @@ func TestAppendRowSamplesRawWins(t *testing.T) {
 	}
 }
 
+// TestAppendRowSamplesOverlappingChunks: an interrupted compaction leaves
+// the old and the new cut of an hour side by side; they agree, and the row
+// reads as either would.
+func TestAppendRowSamplesOverlappingChunks(t *testing.T) {
+	h := testHour
+	all := hourSamples(rand.New(rand.NewPCG(4, 4)), 240, h)
+	cells := testCells{
+		chunkCell(t, h, all[:100]), chunkCell(t, h, all[100:200]), // old cut, before late samples
+		chunkCell(t, h, all[:120]), chunkCell(t, h, all[120:]), // new cut
+	}
+	sortCells(cells)
+	got, err := AppendRowSamples(nil, h, cells, math.MinInt64, math.MaxInt64)
+	if err != nil || !sameSamples(got, all) {
+		t.Fatalf("got %d samples, %v; want %d", len(got), err, len(all))
+	}
+}
+
 func TestAppendRowSamplesErrors(t *testing.T) {
 	h := testHour
 	good := rawCell(h, Sample{h + 1, 1})
+	q, v := chunkOf(t, h, []Sample{{h + 5, 1}, {h + 6, 2}})
 	for _, tc := range []struct {
 		name string
-		cell table.Cell
+		cell cell
 	}{
-		{"unknown qualifier", table.Cell{Qualifier: []byte{2, 0, 0, 0}, Value: good.Value}},
-		{"key-only cell", table.Cell{Qualifier: good.Qualifier}},
-		{"offset beyond hour", table.Cell{Qualifier: AppendRawQualifier(nil, HourMillis), Value: good.Value}},
-		{"bad chunk", table.Cell{Qualifier: AppendChunkQualifier(nil), Value: []byte{0}}},
-		{"unknown chunk encoding", table.Cell{Qualifier: []byte{1, 99}, Value: []byte{0, 0}}},
+		{"unknown qualifier", cell{[]byte{2, 0, 0, 0}, good.v}},
+		{"key-only cell", cell{good.q, nil}},
+		{"offset beyond hour", cell{AppendRawQualifier(nil, HourMillis), good.v}},
+		{"bad chunk", cell{AppendChunkQualifier(nil, 0, 0, 0), []byte{0}}},
+		{"old 2-byte chunk qualifier", cell{[]byte{1, 1}, v}},
+		{"unknown chunk encoding", cell{AppendChunkQualifier(nil, 99, 0, 0), []byte{0, 0}}},
+		{"chunk beyond its qualifier", cell{AppendChunkQualifier(nil, 1, 5, 5), v}},
+		{"truncated chunk value", cell{q, v[:1]}},
 	} {
 		dst := []Sample{{1, 1}}
-		got, err := AppendRowSamples(dst, h, []table.Cell{good, tc.cell}, math.MinInt64, math.MaxInt64)
+		got, err := AppendRowSamples(dst, h, testCells{good, tc.cell}, math.MinInt64, math.MaxInt64)
 		if err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}
@@ -161,7 +184,7 @@ func TestAppendRowSamplesErrors(t *testing.T) {
 
 func TestAppendRowSamplesAllocs(t *testing.T) {
 	h := testHour
-	var cells []table.Cell
+	var cells testCells
 	for i := range 240 {
 		cells = append(cells, rawCell(h, Sample{h + int64(i)*15000, float64(i)}))
 	}
@@ -181,11 +204,26 @@ func TestAppendRowSamplesAllocs(t *testing.T) {
 	}); allocs != 0 {
 		t.Errorf("shuffled raw row: %v allocations", allocs)
 	}
+	chunks := compactedRow(t, h)
+	if allocs := testing.AllocsPerRun(100, func() {
+		dst, _ = AppendRowSamples(dst[:0], h, chunks, math.MinInt64, math.MaxInt64)
+	}); allocs != 0 {
+		t.Errorf("compacted row: %v allocations", allocs)
+	}
+}
+
+// compactedRow is an hour of 15 s samples as the compactor leaves it.
+func compactedRow(tb testing.TB, h int64) testCells {
+	samples := make([]Sample, 240)
+	for i := range samples {
+		samples[i] = Sample{h + int64(i)*15000, float64(i % 17)}
+	}
+	return testCells{chunkCell(tb, h, samples[:120]), chunkCell(tb, h, samples[120:])}
 }
 
 func BenchmarkAppendRowSamplesRaw(b *testing.B) {
 	h := testHour
-	var cells []table.Cell
+	var cells testCells
 	for i := range 240 {
 		cells = append(cells, rawCell(h, Sample{h + int64(i)*15000, float64(i)}))
 	}
@@ -202,11 +240,7 @@ func BenchmarkAppendRowSamplesRaw(b *testing.B) {
 
 func BenchmarkAppendRowSamplesChunk(b *testing.B) {
 	h := testHour
-	samples := make([]Sample, 240)
-	for i := range samples {
-		samples[i] = Sample{h + int64(i)*15000, float64(i % 17)}
-	}
-	cells := []table.Cell{chunkCell(b, samples)}
+	cells := compactedRow(b, h)
 	dst := make([]Sample, 0, 256)
 	b.ReportAllocs()
 	for b.Loop() {

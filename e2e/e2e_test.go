@@ -26,6 +26,9 @@ import (
 // answers must be equal:
 //
 //   - baseline: scraped data plus three days of generated history;
+//   - compacted: the same once the adapters' compactors folded the history
+//     into chunks, then with late samples written into compacted hours, then
+//     once those are folded in too;
 //   - race: both adapters are sent the same brand-new series at once;
 //   - adapter SIGKILL: adapter 1 is killed during ingest and restarted;
 //   - HBase down: HBase is stopped for 30 s during ingest and resumed.
@@ -34,6 +37,7 @@ func TestPrometheusRoundTrip(t *testing.T) {
 	s.start()
 
 	s.round("baseline", nil)
+	s.compactionRounds()
 	s.faultRace()
 	s.faultAdapterKill()
 	s.faultHBaseDown()
@@ -143,7 +147,7 @@ func (s *suite) start() {
 }
 
 func (s *suite) adapterArgs(i int) []string {
-	return []string{
+	return append([]string{
 		"--web.listen-address=" + strings.TrimPrefix(s.adapterURLs[i], "http://"),
 		"--hbase.zookeeper-quorum=" + s.zk,
 		"--hbase.zookeeper-root=" + hbasetest.ZKRoot(),
@@ -151,7 +155,7 @@ func (s *suite) adapterArgs(i int) []string {
 		"--salt.buckets=4",
 		"--write.timeout=5s",
 		"--log.level=info",
-	}
+	}, compactorArgs...)
 }
 
 func (s *suite) startPrometheus(name string, port int, config string, extra ...string) *process {

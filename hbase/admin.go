@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -345,6 +346,52 @@ func (c *Client) ReopenRegion(ctx context.Context, table string, row []byte) err
 	return c.waitAssigned(ctx, table, len(regions))
 }
 
+// ModifyFamily replaces the descriptor of an existing family of a table
+// with f (attributes f leaves empty return to HBase's defaults) and waits
+// until the procedure finished: every region reopened with it.
+func (c *Client) ModifyFamily(ctx context.Context, table string, f hrpc.Family) error {
+	cur, err := c.familySchema(ctx, table, f.Name)
+	if err != nil {
+		return fmt.Errorf("modify family %s of %s: %w", f.Name, table, err)
+	}
+	schema, err := hrpc.MergeFamily(cur, f)
+	if err != nil {
+		return err
+	}
+	call := hrpc.NewModifyColumnSchemaCall(table, schema, c.nonceGroup, c.nonce())
+	if _, err := c.onMaster(ctx, call); err != nil {
+		return fmt.Errorf("modify family %s of %s: %w", f.Name, table, err)
+	}
+	resp := call.Response.(*pb.ModifyColumnResponse)
+	if resp.ProcId == nil {
+		return nil // the master found nothing to change
+	}
+	if err := c.waitProcedure(ctx, resp.GetProcId()); err != nil {
+		return fmt.Errorf("modify family %s of %s: %w", f.Name, table, err)
+	}
+	return nil
+}
+
+// familySchema reads one family's descriptor as HBase has it.
+func (c *Client) familySchema(ctx context.Context, table, family string) (*pb.ColumnFamilySchema, error) {
+	call := hrpc.NewGetTableDescriptorsCall(table)
+	if _, err := c.onMaster(ctx, call); err != nil {
+		return nil, fmt.Errorf("describe %s: %w", table, err)
+	}
+	schemas := call.Response.(*pb.GetTableDescriptorsResponse).GetTableSchema()
+	if len(schemas) == 0 {
+		return nil, tableNotFound(table)
+	}
+	for _, cf := range schemas[0].GetColumnFamilies() {
+		if string(cf.GetName()) == family {
+			return cf, nil
+		}
+	}
+	// What the master itself answers a ModifyColumn of an absent family.
+	return nil, &hrpc.Exception{Class: "org.apache.hadoop.hbase.InvalidFamilyOperationException",
+		Message: fmt.Sprintf("family %q does not exist in table %s", family, table), DoNotRetry: true}
+}
+
 // TableFamilies reads the column families of a table from its descriptor,
 // with the attributes CreateTable sets.
 func (c *Client) TableFamilies(ctx context.Context, table string) ([]hrpc.Family, error) {
@@ -375,8 +422,10 @@ func (c *Client) TableFamilies(ctx context.Context, table string) ([]hrpc.Family
 				f.DataBlockEncoding = v
 			case "COMPRESSION":
 				f.Compression = v
+			case "IN_MEMORY":
+				f.InMemory = strings.EqualFold(v, "true")
 			case "NEW_VERSION_BEHAVIOR":
-				f.NewVersionBehavior = v == "true" || v == "TRUE"
+				f.NewVersionBehavior = strings.EqualFold(v, "true")
 			}
 		}
 		out = append(out, f)

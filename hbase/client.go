@@ -4,6 +4,17 @@
 // Increment, CheckAndPut, batched Multi calls, Scan and the admin calls a
 // storage backend needs.
 //
+// When a region server dies or hangs, the client follows the cluster: a
+// connection that fails, or on which calls wait while the server sends
+// nothing for Config.StallTimeout, is closed with every call on it; the
+// regions cached on that server are forgotten, and each call is retried,
+// within its context's deadline, where hbase:meta says its region is now
+// (and meta's own location is read from ZooKeeper again when meta's server
+// is the one gone). An attempt that times out on a server that still
+// answers other calls has its region looked up again too. Scanners reopen
+// where the region is now, after the last row they returned. Stats counts
+// these relocations by Reason.
+//
 // It owns routing, retries and caching. What goes on the wire is package
 // hrpc's, how it travels package region's, the ZooKeeper format package zk's.
 // It knows nothing of the data it stores.
@@ -21,7 +32,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
+	"github.com/prom-hbase/prom-hbase/hbase/pb"
 	"github.com/prom-hbase/prom-hbase/hbase/region"
 	"github.com/prom-hbase/prom-hbase/hbase/zk"
 )
@@ -43,6 +57,14 @@ type Config struct {
 	User string
 	// MaxAttempts bounds the tries of one operation (0: 35).
 	MaxAttempts int
+	// StallTimeout closes a connection to a region server on which calls
+	// wait while the server sends nothing for this long (0: RPCTimeout,
+	// at most 10s; negative: never), so that the calls go to wherever
+	// hbase:meta says their regions are by then. A frozen or cut-off
+	// server keeps accepting connections and answers nothing; silence is
+	// the only sign. Halfway, a cheap high-priority call probes the
+	// server, which a live but busy server answers at once.
+	StallTimeout time.Duration
 }
 
 // Client talks to one HBase cluster. It is safe for concurrent use.
@@ -54,13 +76,17 @@ type Client struct {
 	// of our increments from other clients' calls.
 	nonceGroup uint64
 
-	relocations atomic.Uint64
+	relocations [numReasons]atomic.Uint64
 	retries     atomic.Uint64
 	partials    atomic.Uint64
 
-	mu     sync.Mutex
-	conns  map[connKey]*region.Conn
-	dials  map[connKey]*dialing
+	mu    sync.Mutex
+	conns map[connKey]*region.Conn
+	dials map[connKey]*dialing
+	// silent holds the servers that went silent (a connection closed with
+	// region.ErrStalled) and have not answered since: a new connection to
+	// one must answer a probe at once before calls are sent on it.
+	silent map[string]struct{}
 	meta   string // address of the server holding hbase:meta
 	master string
 	closed bool
@@ -86,12 +112,16 @@ func New(cfg Config) *Client {
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = 35
 	}
+	if cfg.StallTimeout == 0 {
+		cfg.StallTimeout = min(cfg.RPCTimeout, 10*time.Second)
+	}
 	return &Client{
 		cfg:        cfg,
 		zk:         zk.New(cfg.ZooKeeper, cfg.ZKRoot),
 		nonceGroup: rand.Uint64() | 1,
 		conns:      make(map[connKey]*region.Conn),
 		dials:      make(map[connKey]*dialing),
+		silent:     make(map[string]struct{}),
 	}
 }
 
@@ -141,11 +171,18 @@ func (c *Client) conn(ctx context.Context, addr, service string) (*region.Conn, 
 		}
 		d := &dialing{done: make(chan struct{})}
 		c.dials[key] = d
+		opts := c.connOptions(service)
+		if _, ok := c.silent[addr]; ok && opts.Probe != nil {
+			opts.Verify = max(c.cfg.StallTimeout/4, 100*time.Millisecond)
+		}
 		c.mu.Unlock()
 
-		d.conn, d.err = region.Dial(ctx, addr, service, region.Options{User: c.cfg.User, DialTimeout: c.cfg.RPCTimeout})
+		d.conn, d.err = region.Dial(ctx, addr, service, opts)
 		c.mu.Lock()
 		delete(c.dials, key)
+		if d.err == nil && opts.Verify > 0 {
+			delete(c.silent, addr) // it answered
+		}
 		if d.err == nil {
 			if c.closed {
 				d.conn.Close()
@@ -160,41 +197,103 @@ func (c *Client) conn(ctx context.Context, addr, service string) (*region.Conn, 
 	}
 }
 
+// connOptions are the options of a new connection for service. Only
+// region servers' data connections watch for silence: admin and master
+// calls (a flush, a table creation) may take long without any answer, and
+// only ClientService has a probe that every region server answers at once.
+func (c *Client) connOptions(service string) region.Options {
+	opts := region.Options{User: c.cfg.User, DialTimeout: c.cfg.RPCTimeout}
+	if service == hrpc.ClientService && c.cfg.StallTimeout > 0 {
+		opts.StallTimeout = c.cfg.StallTimeout
+		opts.Probe = probeCall
+	}
+	return opts
+}
+
+// probeCall asks for one row of hbase:meta at high priority: the server
+// holding meta answers with the row, every other with
+// NotServingRegionException; both are answers.
+func probeCall() *hrpc.Call {
+	call := hrpc.NewGetCall(metaRegionName, &pb.Get{Row: []byte("hbase:namespace"), ExistenceOnly: proto.Bool(true)})
+	call.Priority = hrpc.HighPriority
+	return call
+}
+
 // dropConn forgets a connection that failed and closes it.
-func (c *Client) dropConn(conn *region.Conn) {
+func (c *Client) dropConn(conn *region.Conn) { c.failConn(conn, region.ErrClosed) }
+
+// failConn forgets a connection and closes it with cause, which every call
+// still waiting on it gets.
+func (c *Client) failConn(conn *region.Conn, cause error) {
 	key := connKey{conn.Addr(), conn.Service()}
 	c.mu.Lock()
 	if c.conns[key] == conn {
 		delete(c.conns, key)
 	}
 	c.mu.Unlock()
-	conn.Close()
+	conn.Fail(cause)
 }
 
 // call makes one attempt of a call on a connection, bounded by RPCTimeout.
 func (c *Client) call(ctx context.Context, conn *region.Conn, call *hrpc.Call) ([]byte, error) {
 	actx, cancel := context.WithTimeout(ctx, c.cfg.RPCTimeout)
 	defer cancel()
+	start := time.Now()
 	cells, err := conn.Call(actx, call)
-	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		// The attempt timed out, not the operation. The connection may
-		// serve other calls well (a slow call is not a dead server), so
-		// it stays; the attempt is retried after a pause.
-		return nil, &hrpc.Exception{Class: hrpc.CallTimeout,
-			Message: fmt.Sprintf("%s to %s: no answer in %v", call.Method, conn.Addr(), c.cfg.RPCTimeout)}
+	if errors.Is(err, region.ErrStalled) {
+		c.wentSilent(conn.Addr())
 	}
-	return cells, err
+	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return cells, err
+	}
+	// The attempt timed out, not the operation.
+	if conn.LastRead().Before(start) {
+		// Nothing at all came back since the call was sent: the server is
+		// gone or frozen. Every call waiting on the connection fails over
+		// with this one, and the server's regions are looked up again.
+		cause := fmt.Errorf("%w in %v, %s unanswered", region.ErrStalled, c.cfg.RPCTimeout, call.Method)
+		c.failConn(conn, cause)
+		c.wentSilent(conn.Addr())
+		return nil, &region.ConnError{Addr: conn.Addr(), Service: conn.Service(), Err: cause}
+	}
+	// The server answers other calls: a slow call, not a dead server, so
+	// the connection stays. The region may have moved meanwhile (a server
+	// closing it answers nothing for it), so its location is read again.
+	return nil, &hrpc.Exception{Class: hrpc.CallTimeout,
+		Message: fmt.Sprintf("%s to %s: no answer in %v", call.Method, conn.Addr(), c.cfg.RPCTimeout)}
+}
+
+// wentSilent notes that the server at addr sent nothing while calls
+// waited. Until a new connection to it answers a probe, every dial to it
+// must: while hbase:meta still names a frozen server (the master takes
+// its ZooKeeper session timeout to notice), each attempt then costs a
+// short probe instead of a whole StallTimeout.
+func (c *Client) wentSilent(addr string) {
+	c.mu.Lock()
+	c.silent[addr] = struct{}{}
+	// Entries go when their server answers; bound the ones that never do.
+	if len(c.silent) > 1024 {
+		clear(c.silent)
+	}
+	c.mu.Unlock()
 }
 
 // classify says what to do about an error of one attempt.
 func classify(err error) hrpc.Kind {
 	var x *hrpc.Exception
 	if errors.As(err, &x) {
+		// A timed-out attempt is Relocate: like Java's client, look the
+		// region up again, since its server may no longer hold it, or be
+		// alive at all.
 		return x.Kind()
 	}
 	var ce *region.ConnError
 	if errors.As(err, &ce) {
 		return hrpc.ServerDown
+	}
+	if errors.Is(err, zk.ErrUnavailable) {
+		// Where meta or the master is cannot be read now; it will be.
+		return hrpc.Backoff
 	}
 	var ne net.Error
 	if errors.As(err, &ne) {
@@ -230,20 +329,73 @@ func sleep(ctx context.Context, attempt int, long bool) error {
 	}
 }
 
+// Reason says why the client stopped trusting a cached location.
+type Reason int
+
+// Reasons for a relocation.
+const (
+	// RegionMoved: the server said the region is not (or no longer) there.
+	RegionMoved Reason = iota
+	// Timeout: an attempt got no answer in RPCTimeout while the server
+	// answered other calls; the region is looked up again.
+	Timeout
+	// ServerDown: the connection failed, or the server said it stops.
+	ServerDown
+	// Stalled: the server sent nothing while calls waited; its connection
+	// was closed and its regions are looked up again.
+	Stalled
+	// MetaMoved: hbase:meta's location is read from ZooKeeper again.
+	MetaMoved
+	numReasons
+)
+
+func (r Reason) String() string {
+	switch r {
+	case RegionMoved:
+		return "region_moved"
+	case Timeout:
+		return "timeout"
+	case ServerDown:
+		return "server_down"
+	case Stalled:
+		return "stalled"
+	case MetaMoved:
+		return "meta_moved"
+	}
+	return fmt.Sprintf("Reason(%d)", int(r))
+}
+
+// Reasons lists every Reason, for metrics that want all label values.
+func Reasons() []Reason {
+	out := make([]Reason, numReasons)
+	for i := range out {
+		out[i] = Reason(i)
+	}
+	return out
+}
+
 // Stats counts what the client went through.
 type Stats struct {
 	// Retries counts attempts repeated after a retryable error.
 	Retries uint64
-	// Relocations counts regions found elsewhere than cached (moved,
-	// split, reopened) or servers lost.
+	// Relocations counts cached locations dropped: regions found
+	// elsewhere than cached (moved, split, reopened), attempts timed out,
+	// servers lost, meta's server lost.
 	Relocations uint64
+	// RelocationsBy breaks Relocations down, indexed by Reason.
+	RelocationsBy [numReasons]uint64
 	// Partials counts scan results that carried part of a row.
 	Partials uint64
 }
 
 // Stats returns the counters since the client was made.
 func (c *Client) Stats() Stats {
-	return Stats{Retries: c.retries.Load(), Relocations: c.relocations.Load(), Partials: c.partials.Load()}
+	st := Stats{Retries: c.retries.Load(), Partials: c.partials.Load()}
+	for i := range st.RelocationsBy {
+		st.RelocationsBy[i] = c.relocations[i].Load()
+		st.Relocations += st.RelocationsBy[i]
+	}
+	return st
 }
 
 // noteRetry counts a retryable error of kind k. Retries are routine (a
@@ -253,8 +405,22 @@ func (c *Client) noteRetry(k hrpc.Kind, err error) {
 	slog.Debug("hbase: retrying", "kind", k, "err", err)
 	c.retries.Add(1)
 	if k == hrpc.Relocate || k == hrpc.ServerDown {
-		c.relocations.Add(1)
+		c.relocations[reasonOf(k, err)].Add(1)
 	}
+}
+
+// reasonOf names why an error of kind Relocate or ServerDown relocates.
+func reasonOf(k hrpc.Kind, err error) Reason {
+	var x *hrpc.Exception
+	switch {
+	case errors.Is(err, region.ErrStalled):
+		return Stalled
+	case k == hrpc.ServerDown:
+		return ServerDown
+	case errors.As(err, &x) && x.Class == hrpc.CallTimeout:
+		return Timeout
+	}
+	return RegionMoved
 }
 
 // forget updates the caches after a retryable error about region r: a
@@ -262,6 +428,14 @@ func (c *Client) noteRetry(k hrpc.Kind, err error) {
 // loses its connection and its regions, a region still opening is looked
 // up again after the pause (it may open elsewhere).
 func (c *Client) forget(kind hrpc.Kind, r *RegionInfo, conn *region.Conn, err error) {
+	if isMeta(r.Table) && (kind == hrpc.Relocate || kind == hrpc.ServerDown) {
+		// hbase:meta is found through ZooKeeper, not the region cache.
+		if kind == hrpc.ServerDown && conn != nil {
+			c.dropConn(conn)
+		}
+		c.forgetMeta()
+		return
+	}
 	switch kind {
 	case hrpc.Relocate:
 		c.relocate(r, err)
@@ -276,6 +450,19 @@ func (c *Client) forget(kind hrpc.Kind, r *RegionInfo, conn *region.Conn, err er
 			c.cache.remove(r)
 		}
 	}
+}
+
+// unreachable forgets the server of region r, which could not be dialed:
+// hbase:meta's location is read from ZooKeeper again, other regions from
+// meta.
+func (c *Client) unreachable(r *RegionInfo, err error) {
+	slog.Debug("hbase: server unreachable", "addr", r.Addr, "err", err)
+	if isMeta(r.Table) {
+		c.forgetMeta()
+		return
+	}
+	c.relocations[ServerDown].Add(1)
+	c.cache.removeServer(r.Addr)
 }
 
 // relocate forgets where region r was. A RegionMovedException names the
@@ -331,7 +518,7 @@ func (c *Client) onRegion(ctx context.Context, table string, row []byte, build f
 			if ctx.Err() != nil {
 				return nil, nil, err
 			}
-			c.cache.removeServer(r.Addr)
+			c.unreachable(r, err)
 			last = err
 			continue
 		}

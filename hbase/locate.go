@@ -45,10 +45,27 @@ func (c *Client) metaAddr(ctx context.Context) (string, error) {
 	return s.Addr(), nil
 }
 
+// MetaLocation returns the address of the server holding hbase:meta, as
+// ZooKeeper says now (not as cached).
+func (c *Client) MetaLocation(ctx context.Context) (string, error) {
+	s, err := c.zk.Meta(ctx)
+	if err != nil {
+		return "", err
+	}
+	return s.Addr(), nil
+}
+
+// forgetMeta drops the cached location of hbase:meta after its server
+// failed a lookup: the next one reads it from ZooKeeper, where the master
+// writes where it reassigned meta.
 func (c *Client) forgetMeta() {
 	c.mu.Lock()
+	had := c.meta != ""
 	c.meta = ""
 	c.mu.Unlock()
+	if had {
+		c.relocations[MetaMoved].Add(1)
+	}
 }
 
 // locate returns the region of table holding row, from the cache or from
@@ -91,16 +108,22 @@ func (c *Client) lookupMeta(ctx context.Context, table string, row []byte) (*Reg
 	call.Request.(*pb.ScanRequest).CloseScanner = proto.Bool(true)
 	conn, err := c.conn(ctx, addr, hrpc.ClientService)
 	if err != nil {
-		c.forgetMeta()
+		if ctx.Err() == nil {
+			c.forgetMeta()
+		}
 		return nil, fmt.Errorf("locate %s row %q: %w", table, row, err)
 	}
 	block, err := c.call(ctx, conn, call)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("locate %s row %q in hbase:meta: %w", table, row, err)
+		}
 		switch classify(err) {
 		case hrpc.ServerDown:
 			c.dropConn(conn)
 			c.forgetMeta()
 		case hrpc.Relocate:
+			// Moved, or no answer in time (see classify): ask ZooKeeper.
 			c.forgetMeta()
 		}
 		return nil, fmt.Errorf("locate %s row %q in hbase:meta: %w", table, row, err)

@@ -135,7 +135,7 @@ func (s *Scanner) Close() error {
 		return nil
 	}
 	s.closed = true
-	if s.open {
+	if s.open && s.conn.Err() == nil {
 		s.open = false
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 5*time.Second)
 		defer cancel()
@@ -150,6 +150,18 @@ func (s *Scanner) prio() uint32 {
 		return hrpc.HighPriority
 	}
 	return hrpc.NormalPriority
+}
+
+// closeLost closes a server-side scanner the client stops using, so it
+// does not hold resources until its lease ends. Best effort, and brief: the
+// server may be the reason the scan moves on.
+func (s *Scanner) closeLost() {
+	if s.conn.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, time.Second)
+	defer cancel()
+	_, _ = s.conn.Call(ctx, hrpc.NewScanCloseCall(s.id, s.prio()))
 }
 
 // resume moves the scan's start to where the caller has not been yet,
@@ -201,7 +213,7 @@ func (s *Scanner) fetch() {
 					s.err = err
 					return
 				}
-				s.c.cache.removeServer(r.Addr)
+				s.c.unreachable(r, err)
 				last = err
 				continue
 			}
@@ -224,10 +236,11 @@ func (s *Scanner) fetch() {
 			}
 			s.c.noteRetry(kind, err)
 			if s.open && kind == hrpc.Backoff {
-				// The scanner may still live on the server; close it so
-				// it does not hold resources until its lease ends.
-				_, _ = s.c.call(s.ctx, s.conn, hrpc.NewScanCloseCall(s.id, s.prio()))
+				s.closeLost()
 			}
+			// Whatever the kind, the scan goes on from the last row
+			// returned, on wherever the region is now: after a timeout
+			// or a lost server that is meta's answer, read again.
 			s.c.forget(kind, s.region, s.conn, err)
 			s.resume()
 			continue

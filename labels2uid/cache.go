@@ -53,6 +53,19 @@ func (c *cache[K, V]) get(k K) (V, bool) {
 	return v, ok
 }
 
+// peek is get without counting a hit or a miss: for re-checks whose first
+// look was counted already.
+func (c *cache[K, V]) peek(k K) (V, bool) {
+	s := c.shard(k)
+	s.mu.RLock()
+	v, ok := s.m[k]
+	s.mu.RUnlock()
+	return v, ok
+}
+
+// capacity is the most entries the cache holds.
+func (c *cache[K, V]) capacity() int { return c.maxPerShard * cacheShards }
+
 func (c *cache[K, V]) put(k K, v V) {
 	s := c.shard(k)
 	s.mu.Lock()

@@ -23,23 +23,26 @@ package labels2uid
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/prom-hbase/prom-hbase/uid"
 )
 
-// Kind is the kind of a label string; each kind has its own UID space.
-type Kind uint8
+// Kind, its values and Widths are package uid's, named here too so that
+// callers of the resolver need one import.
+type (
+	Kind   = uid.Kind
+	Widths = uid.Widths
+)
 
 const (
-	// Metric is the value of __name__.
-	Metric Kind = iota
-	// TagK is a label name other than __name__.
-	TagK
-	// TagV is a label value other than __name__'s.
-	TagV
-
-	// NumKinds is the number of kinds, for arrays indexed by Kind.
-	NumKinds = 3
+	Metric   = uid.Metric
+	TagK     = uid.TagK
+	TagV     = uid.TagV
+	NumKinds = uid.NumKinds
 )
+
+// DefaultWidths are the default UID widths (uid.DefaultWidths).
+var DefaultWidths = uid.DefaultWidths
 
 // Families and rows of the UID table.
 const (
@@ -52,44 +55,11 @@ const (
 // counterRow is the row that holds one counter cell per kind.
 var counterRow = []byte{0}
 
-var qualifiers = [NumKinds][]byte{[]byte("metrics"), []byte("tagk"), []byte("tagv")}
-
-// String returns the kind's qualifier in the UID table.
-func (k Kind) String() string {
-	if int(k) < NumKinds {
-		return string(qualifiers[k])
-	}
-	return fmt.Sprintf("Kind(%d)", k)
-}
-
-// Qualifier is the kind's qualifier in the id and name families. The caller
-// must not modify it.
-func (k Kind) Qualifier() []byte { return qualifiers[k] }
-
-// Widths are the UID widths in bytes, indexed by Kind; each is in 1..8.
-type Widths [NumKinds]int
-
-// DefaultWidths are metric 3, tag key 3, tag value 4 bytes: 3-byte tag
-// values (16.7M) run out in real Kubernetes fleets.
-var DefaultWidths = Widths{Metric: 3, TagK: 3, TagV: 4}
-
-// Validate reports a width outside 1..8.
-func (w Widths) Validate() error {
-	for k, n := range w {
-		if n < 1 || n > 8 {
-			return fmt.Errorf("%s UID width %d is outside 1..8", Kind(k), n)
-		}
-	}
-	return nil
-}
+// qualifiers are the kinds' qualifiers in the id and name families.
+var qualifiers = [NumKinds][]byte{[]byte(Metric.String()), []byte(TagK.String()), []byte(TagV.String())}
 
 // MaxUID is the largest UID that fits width bytes.
-func MaxUID(width int) uint64 {
-	if width >= 8 {
-		return 1<<64 - 1
-	}
-	return 1<<(8*uint(width)) - 1
-}
+func MaxUID(width int) uint64 { return uid.Max(width) }
 
 // ErrReserved is returned for strings that begin with a NUL byte: that prefix
 // is reserved for the UID table's own rows.
@@ -99,20 +69,9 @@ var ErrReserved = errors.New("strings beginning with a NUL byte are reserved")
 var ErrExhausted = errors.New("UID space exhausted")
 
 // AppendUID appends uid as width big-endian bytes.
-func AppendUID(dst []byte, uid uint64, width int) []byte {
-	for i := width - 1; i >= 0; i-- {
-		dst = append(dst, byte(uid>>(8*uint(i))))
-	}
-	return dst
-}
+func AppendUID(dst []byte, v uint64, width int) []byte { return uid.Append(dst, v, width) }
 
 // DecodeUID reads a big-endian UID of len(b) bytes.
-func DecodeUID(b []byte) uint64 {
-	var u uint64
-	for _, c := range b {
-		u = u<<8 | uint64(c)
-	}
-	return u
-}
+func DecodeUID(b []byte) uint64 { return uid.Decode(b) }
 
 func reserved(s string) bool { return len(s) > 0 && s[0] == 0 }

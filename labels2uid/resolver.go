@@ -19,14 +19,18 @@ type Config struct {
 	// Widths are the UID widths (zero value: DefaultWidths).
 	Widths Widths
 	// CacheSize bounds each of the six caches (forward and reverse, per
-	// kind) in entries (0: 1<<20).
+	// kind) in entries (0: DefaultCacheSize).
 	CacheSize int
-	// AssignConcurrency bounds the assignments one batch runs at once (0: 8).
-	AssignConcurrency int
 	// Registerer receives the resolver's metrics (nil: none).
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 }
+
+// DefaultCacheSize is the default bound of each UID cache: a million series
+// bring about a million tag values (pod and container names churn), fewer
+// names and metrics. At roughly 100 bytes an entry a full cache of tag values
+// holds about 100 MiB in each direction.
+const DefaultCacheSize = 1 << 20
 
 // Resolver maps strings to UIDs and back through the UID table. It is safe
 // for concurrent use; several Resolvers (in one process or many) may share a
@@ -34,7 +38,6 @@ type Config struct {
 type Resolver struct {
 	tbl     table.Table
 	widths  Widths
-	conc    int
 	logger  *slog.Logger
 	forward [NumKinds]*cache[string, uint64]
 	reverse [NumKinds]*cache[uint64, string]
@@ -43,9 +46,12 @@ type Resolver struct {
 	flights  map[flightKey]*flight
 
 	assigned  *prometheus.CounterVec
+	wasted    *prometheus.CounterVec
 	remaining *prometheus.GaugeVec
-	mu        sync.Mutex              // orders updates of remaining
-	counters  [NumKinds]atomic.Uint64 // highest counter value seen per kind
+	// exhaustedLogged is when a kind's running out was last logged (ns).
+	exhaustedLogged [NumKinds]atomic.Int64
+	mu              sync.Mutex              // orders updates of remaining
+	counters        [NumKinds]atomic.Uint64 // highest counter value seen per kind
 }
 
 type flightKey struct {
@@ -53,6 +59,8 @@ type flightKey struct {
 	name string
 }
 
+// flight is one string being assigned; done closes when uid (0: the kind's
+// UID space is used up) or err is set.
 type flight struct {
 	done chan struct{}
 	uid  uint64
@@ -69,10 +77,7 @@ func New(ctx context.Context, tbl table.Table, cfg Config) (*Resolver, error) {
 		return nil, err
 	}
 	if cfg.CacheSize <= 0 {
-		cfg.CacheSize = 1 << 20
-	}
-	if cfg.AssignConcurrency <= 0 {
-		cfg.AssignConcurrency = 8
+		cfg.CacheSize = DefaultCacheSize
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -80,12 +85,15 @@ func New(ctx context.Context, tbl table.Table, cfg Config) (*Resolver, error) {
 	r := &Resolver{
 		tbl:     tbl,
 		widths:  cfg.Widths,
-		conc:    cfg.AssignConcurrency,
 		logger:  cfg.Logger,
 		flights: make(map[flightKey]*flight),
 		assigned: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "promhbase_uid_assignments_total",
 			Help: "New UIDs this process assigned, by kind.",
+		}, []string{"kind"}),
+		wasted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promhbase_uid_wasted_total",
+			Help: "UIDs this process reserved but did not use, by kind: lost races with other writers, or beyond the kind's width.",
 		}, []string{"kind"}),
 		remaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "promhbase_uid_remaining",
@@ -95,6 +103,9 @@ func New(ctx context.Context, tbl table.Table, cfg Config) (*Resolver, error) {
 	for k := range NumKinds {
 		r.forward[k] = newCache[string, uint64](cfg.CacheSize, hashString)
 		r.reverse[k] = newCache[uint64, string](cfg.CacheSize, hashUID)
+		// Exported from the start, so that rates and alerts see a zero.
+		r.assigned.WithLabelValues(Kind(k).String())
+		r.wasted.WithLabelValues(Kind(k).String())
 	}
 	rows, err := tbl.Get(ctx, FamilyID, [][]byte{counterRow})
 	if err != nil {
@@ -116,19 +127,29 @@ func New(ctx context.Context, tbl table.Table, cfg Config) (*Resolver, error) {
 }
 
 func (r *Resolver) register(reg prometheus.Registerer) error {
-	cs := []prometheus.Collector{r.assigned, r.remaining}
+	cs := []prometheus.Collector{r.assigned, r.wasted, r.remaining}
 	for k := range NumKinds {
 		for _, dir := range []struct {
-			name         string
-			hits, misses func() float64
+			name                            string
+			hits, misses, entries, capacity func() float64
 		}{
-			{"forward", func() float64 { h, _ := r.forward[k].stats(); return float64(h) }, func() float64 { _, m := r.forward[k].stats(); return float64(m) }},
-			{"reverse", func() float64 { h, _ := r.reverse[k].stats(); return float64(h) }, func() float64 { _, m := r.reverse[k].stats(); return float64(m) }},
+			{"forward",
+				func() float64 { h, _ := r.forward[k].stats(); return float64(h) },
+				func() float64 { _, m := r.forward[k].stats(); return float64(m) },
+				func() float64 { return float64(r.forward[k].len()) },
+				func() float64 { return float64(r.forward[k].capacity()) }},
+			{"reverse",
+				func() float64 { h, _ := r.reverse[k].stats(); return float64(h) },
+				func() float64 { _, m := r.reverse[k].stats(); return float64(m) },
+				func() float64 { return float64(r.reverse[k].len()) },
+				func() float64 { return float64(r.reverse[k].capacity()) }},
 		} {
 			lbls := prometheus.Labels{"kind": Kind(k).String(), "direction": dir.name}
 			cs = append(cs,
 				prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "promhbase_uid_cache_hits_total", Help: "UID cache lookups answered from memory.", ConstLabels: lbls}, dir.hits),
 				prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "promhbase_uid_cache_misses_total", Help: "UID cache lookups that went to the UID table.", ConstLabels: lbls}, dir.misses),
+				prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "promhbase_uid_cache_entries", Help: "Entries in the UID cache.", ConstLabels: lbls}, dir.entries),
+				prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "promhbase_uid_cache_capacity", Help: "Most entries the UID cache holds (--uid.cache-size).", ConstLabels: lbls}, dir.capacity),
 			)
 		}
 	}
@@ -188,49 +209,6 @@ func (b *Batch) Reset() {
 		b.UIDs[k] = b.UIDs[k][:0]
 		b.Found[k] = b.Found[k][:0]
 	}
-}
-
-// GetOrAssign sets b.UIDs to the UIDs of b.Names, assigning UIDs to strings
-// that have none yet. Cache misses are read with one Get of forward rows; the
-// strings still missing are assigned concurrently (bounded).
-func (r *Resolver) GetOrAssign(ctx context.Context, b *Batch) error {
-	if err := r.lookup(ctx, b); err != nil {
-		return err
-	}
-	// Each distinct missing string is assigned once, whatever its count.
-	todo := map[flightKey][]int{}
-	for k := range NumKinds {
-		for i, ok := range b.Found[k] {
-			if !ok {
-				key := flightKey{Kind(k), b.Names[k][i]}
-				todo[key] = append(todo[key], i)
-			}
-		}
-	}
-	if len(todo) == 0 {
-		return nil
-	}
-	sem := make(chan struct{}, r.conc)
-	errs := make(chan error, len(todo))
-	var wg sync.WaitGroup
-	for key, idx := range todo {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			uid, err := r.assign(ctx, key.kind, key.name)
-			if err != nil {
-				errs <- err
-				return
-			}
-			for _, i := range idx {
-				b.UIDs[key.kind][i] = uid
-				b.Found[key.kind][i] = true
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs // nil when the channel is empty
 }
 
 // Lookup sets b.UIDs and b.Found for the strings that have a UID, without
@@ -293,96 +271,6 @@ func (r *Resolver) lookup(ctx context.Context, b *Batch) error {
 		r.forward[m.kind].put(b.Names[m.kind][m.i], uid)
 	}
 	return nil
-}
-
-// assign assigns a UID to name, sharing the work with concurrent callers in
-// this process that ask for the same string.
-func (r *Resolver) assign(ctx context.Context, kind Kind, name string) (uint64, error) {
-	key := flightKey{kind, name}
-	r.flightMu.Lock()
-	if f, ok := r.flights[key]; ok {
-		r.flightMu.Unlock()
-		select {
-		case <-f.done:
-			return f.uid, f.err
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-	}
-	f := &flight{done: make(chan struct{})}
-	r.flights[key] = f
-	r.flightMu.Unlock()
-
-	f.uid, f.err = r.assignSlow(ctx, kind, name)
-	if f.err == nil {
-		r.forward[kind].put(name, f.uid)
-		r.reverse[kind].put(f.uid, name)
-	}
-	r.flightMu.Lock()
-	delete(r.flights, key)
-	r.flightMu.Unlock()
-	close(f.done)
-	return f.uid, f.err
-}
-
-// assignSlow runs OpenTSDB's assignment protocol. The reverse mapping goes
-// first so that a crash never leaves a forward mapping (which data rows will
-// use) without a way back to its string.
-func (r *Resolver) assignSlow(ctx context.Context, kind Kind, name string) (uint64, error) {
-	q := qualifiers[kind]
-	w := r.widths[kind]
-	n, err := r.tbl.Increment(ctx, counterRow, FamilyID, q, 1)
-	if err != nil {
-		return 0, fmt.Errorf("assign %s UID for %q: increment counter: %w", kind, name, err)
-	}
-	if n <= 0 || uint64(n) > MaxUID(w) {
-		r.setRemaining(kind, MaxUID(w))
-		return 0, fmt.Errorf("assign %s UID for %q: all %d-byte %s UIDs are assigned: %w", kind, name, w, kind, ErrExhausted)
-	}
-	uid := uint64(n)
-	r.setRemaining(kind, uid)
-	uidb := AppendUID(make([]byte, 0, w), uid, w)
-	nameb := []byte(name)
-
-	ok, err := r.tbl.CheckAndPut(ctx, uidb, FamilyName, q, nil, []table.Cell{{
-		Row: uidb, Family: FamilyName, Qualifier: q, Timestamp: table.LatestTimestamp, Value: nameb,
-	}})
-	if err != nil {
-		return 0, fmt.Errorf("assign %s UID %d to %q: write reverse mapping: %w", kind, uid, name, err)
-	}
-	if !ok {
-		return 0, fmt.Errorf("assign %s UID %d to %q: a reverse mapping for it exists already (was the counter row changed by hand?)", kind, uid, name)
-	}
-	ok, err = r.tbl.CheckAndPut(ctx, nameb, FamilyID, q, nil, []table.Cell{{
-		Row: nameb, Family: FamilyID, Qualifier: q, Timestamp: table.LatestTimestamp, Value: uidb,
-	}})
-	if err != nil {
-		// The forward mapping may have been written: keep the reverse one.
-		return 0, fmt.Errorf("assign %s UID %d to %q: write forward mapping: %w", kind, uid, name, err)
-	}
-	if ok {
-		r.assigned.WithLabelValues(kind.String()).Inc()
-		return uid, nil
-	}
-	// Another writer won. Its UID is the one; ours is leaked, and its reverse
-	// mapping, which no data row can use, is removed.
-	rows, err := r.tbl.Get(ctx, FamilyID, [][]byte{nameb})
-	if err != nil {
-		return 0, fmt.Errorf("assign %s UID to %q: read the winning mapping: %w", kind, name, err)
-	}
-	c := findCell(rows[0], q)
-	if c == nil {
-		return 0, fmt.Errorf("assign %s UID to %q: check-and-put lost, yet no forward mapping is there", kind, name)
-	}
-	won, err := r.decode(kind, c.Value)
-	if err != nil {
-		return 0, fmt.Errorf("forward mapping of %s %q: %w", kind, name, err)
-	}
-	if err := r.tbl.Delete(ctx, []table.Cell{{Row: uidb, Family: FamilyName, Qualifier: q}}); err != nil {
-		r.logger.Warn("could not remove the reverse mapping of a UID lost in a race; it is unused and harmless",
-			"kind", kind.String(), "uid", uid, "err", err)
-	}
-	return won, nil
 }
 
 // setRemaining updates the gauge from a counter value; concurrent

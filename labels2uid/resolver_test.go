@@ -23,12 +23,12 @@ import (
 // the test.
 type backend struct {
 	name string
-	open func(t *testing.T) (table.DB, string)
+	open func(tb testing.TB) (table.DB, string)
 }
 
 var backends = []backend{{name: "pebble", open: openPebble}, {name: "hbase", open: openHBase}}
 
-func openHBase(t *testing.T) (table.DB, string) {
+func openHBase(t testing.TB) (table.DB, string) {
 	zk := hbasetest.ZK(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -40,7 +40,7 @@ func openHBase(t *testing.T) (table.DB, string) {
 	return db, fmt.Sprintf("labels2uid_%d_", time.Now().UnixNano())
 }
 
-func openPebble(t *testing.T) (table.DB, string) {
+func openPebble(t testing.TB) (table.DB, string) {
 	db, err := pebbletable.Open(t.TempDir(), pebbletable.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func forEachBackend(t *testing.T, f func(t *testing.T, db table.DB, prefix strin
 	}
 }
 
-func uidTable(t *testing.T, db table.DB, name string) table.Table {
+func uidTable(t testing.TB, db table.DB, name string) table.Table {
 	t.Helper()
 	tbl, err := table.EnsureTable(context.Background(), db, table.TableSpec{
 		Name:     name,
@@ -176,25 +176,54 @@ func TestReserved(t *testing.T) {
 func TestExhausted(t *testing.T) {
 	db, _ := openPebble(t)
 	ctx := context.Background()
-	r := newResolver(t, uidTable(t, db, "uid"), Config{Widths: Widths{3, 3, 1}})
+	reg := prometheus.NewPedanticRegistry()
+	r := newResolver(t, uidTable(t, db, "uid"), Config{Widths: Widths{3, 3, 1}, Registerer: reg})
 	var b Batch
-	for i := range 255 {
+	for i := range 250 {
 		b.Add(TagV, fmt.Sprint("v", i))
 	}
 	if err := r.GetOrAssign(ctx, &b); err != nil {
 		t.Fatal(err)
 	}
+	// 5 UIDs are left for 10 new strings: 5 are assigned, 5 refused, and
+	// the call itself succeeds so that the caller can write the rest.
 	b.Reset()
-	b.Add(TagV, "one too many")
-	err := r.GetOrAssign(ctx, &b)
+	for i := range 10 {
+		b.Add(TagV, fmt.Sprint("late", i))
+	}
+	b.Add(TagV, "v3") // known already
+	if err := r.GetOrAssign(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	var got, refused int
+	for i := range b.Names[TagV] {
+		if b.Exhausted(TagV, i) {
+			refused++
+			continue
+		}
+		got++
+		if b.UIDs[TagV][i] == 0 || b.UIDs[TagV][i] > 255 {
+			t.Errorf("%q got UID %d", b.Names[TagV][i], b.UIDs[TagV][i])
+		}
+	}
+	if got != 6 || refused != 5 {
+		t.Errorf("%d strings got UIDs and %d were refused, want 6 and 5", got, refused)
+	}
+	err := r.ExhaustedError(TagV)
 	if !errors.Is(err, ErrExhausted) || !strings.Contains(err.Error(), "all 1-byte tagv UIDs are assigned") {
-		t.Fatalf("err = %v, want exhaustion", err)
+		t.Errorf("ExhaustedError = %v", err)
+	}
+	if v := testutil.ToFloat64(r.remaining.WithLabelValues("tagv")); v != 0 {
+		t.Errorf("tagv UIDs remaining = %v, want 0", v)
+	}
+	if v := testutil.ToFloat64(r.wasted.WithLabelValues("tagv")); v != 5 {
+		t.Errorf("tagv UIDs wasted = %v, want 5 (reserved beyond the width)", v)
 	}
 	// The other kinds are unaffected.
 	b.Reset()
 	b.Add(TagK, "k")
-	if err := r.GetOrAssign(ctx, &b); err != nil {
-		t.Fatal(err)
+	if err := r.GetOrAssign(ctx, &b); err != nil || b.Exhausted(TagK, 0) {
+		t.Fatal(err, b.Found)
 	}
 }
 
@@ -246,7 +275,7 @@ func TestConcurrentAssign(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make(chan error, resolvers)
 		for i := range resolvers {
-			r := newResolver(t, tbl, Config{AssignConcurrency: 16})
+			r := newResolver(t, tbl, Config{})
 			wg.Go(func() {
 				// Each resolver asks in batches of 500, in its own order.
 				for lo := 0; lo < strs; lo += 500 {
@@ -293,7 +322,7 @@ func checkConsistent(t *testing.T, tbl table.Table, kind Kind, want map[string]u
 	forward := map[string][]byte{}
 	sc := tbl.Scan(ctx, table.ScanOptions{Start: []byte{1}, Family: FamilyID})
 	for sc.Next() {
-		if c := findCell(sc.At(), kind.Qualifier()); c != nil {
+		if c := findCell(sc.At(), qualifiers[kind]); c != nil {
 			forward[string(sc.At().Key)] = bytes.Clone(c.Value)
 		}
 	}
@@ -316,7 +345,7 @@ func checkConsistent(t *testing.T, tbl table.Table, kind Kind, want map[string]u
 	reverse := 0
 	sc = tbl.Scan(ctx, table.ScanOptions{Family: FamilyName})
 	for sc.Next() {
-		c := findCell(sc.At(), kind.Qualifier())
+		c := findCell(sc.At(), qualifiers[kind])
 		if c == nil {
 			continue
 		}

@@ -3,16 +3,24 @@ package remote
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/prom-hbase/prom-hbase/hbase/hbasetest"
 	"github.com/prom-hbase/prom-hbase/store"
+	"github.com/prom-hbase/prom-hbase/table/hbasetable"
 )
 
 // benchSamples is the size of a remote-write request in the benchmarks:
@@ -204,4 +212,180 @@ func BenchmarkWriteHBase(b *testing.B) {
 			benchWrite(b, openHBaseStore(b), v.hdr, benchBodies(b, v.v2, 50))
 		})
 	}
+}
+
+// BenchmarkReadScaleHBase shows that a streamed read holds what one metric's
+// distinct series need, not what series x hours need, and that its first
+// frame leaves after the first metric's series are found: it reads 48 hours
+// of 1k series and of 100k series (one sample an hour; the cost is per row),
+// in metrics of 1k series, and 100k series in one metric, from the test
+// HBase, and reports the peak heap growth during the read and the time to
+// the first frame. The data is written once into tables of the prefix
+// readscale_ and kept for later runs. Run it alone:
+//
+//	go test ./remote -run '^$' -bench ReadScaleHBase -benchtime 1x -timeout 60m
+//
+// On the shared test HBase (1 GiB of heap, many tables) the 100k cases are
+// heavy; -bench 'ReadScaleHBase/series=(1000|10000)/' runs the small ones.
+func BenchmarkReadScaleHBase(b *testing.B) {
+	zk := hbasetest.ZK(b)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := hbasetable.Open(ctx, hbasetable.Config{ZooKeeper: zk, ZKRoot: hbasetest.ZKRoot()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	benchReadScale(b, openStore(b, db, "readscale_"))
+}
+
+// BenchmarkReadScalePebble is BenchmarkReadScaleHBase on the embedded
+// backend, in a fresh directory.
+func BenchmarkReadScalePebble(b *testing.B) {
+	benchReadScale(b, openPebbleStore(b))
+}
+
+func benchReadScale(b *testing.B, st *store.Store) {
+	for _, c := range []struct{ series, perMetric int }{{1000, 1000}, {10_000, 1000}, {100_000, 1000}, {100_000, 100_000}} {
+		b.Run(fmt.Sprintf("series=%d/per-metric=%d", c.series, c.perMetric), func(b *testing.B) {
+			job := fmt.Sprintf("scale-%d-%d", c.series, c.perMetric)
+			const hours = 48
+			t0 := int64(1_700_000_000_000) / 3_600_000 * 3_600_000
+			ensureScaleData(b, st, job, c.series, c.perMetric, hours, t0)
+			body := readRequest(b, []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS},
+				query(b, t0, t0+hours*3_600_000-1, nil,
+					labels.MustNewMatcher(labels.MatchRegexp, "__name__", "readscale_m.+"), // not the marker
+					labels.MustNewMatcher(labels.MatchEqual, "job", job)))
+			h := NewReadHandler(st, ReadConfig{}, NewMetrics(nil), slog.New(slog.NewTextHandler(os.Stderr, nil)))
+			var m readMeasure
+			for b.Loop() {
+				r := measureRead(b, h, body)
+				r.peak = max(r.peak, m.peak)
+				m = r
+			}
+			if m.frames < int64(c.series) {
+				b.Fatalf("%d frames for %d series", m.frames, c.series)
+			}
+			b.ReportMetric(float64(m.peak)/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(float64(m.firstFrame.Milliseconds()), "first-frame-ms")
+			b.ReportMetric(float64(m.total.Milliseconds()), "read-ms")
+			b.ReportMetric(float64(m.frames), "frames")
+		})
+	}
+}
+
+type readMeasure struct {
+	peak              uint64 // heap growth over the heap before the read
+	firstFrame, total time.Duration
+	frames            int64
+}
+
+// measureRead serves one request and samples the heap every 2 ms, with
+// garbage collected promptly so that the heap measures what the read holds.
+func measureRead(b *testing.B, h http.Handler, body []byte) readMeasure {
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	heap := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
+	base := heap()
+	var peak atomic.Uint64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if v := heap(); v > base && v-base > peak.Load() {
+					peak.Store(v - base)
+				}
+			}
+		}
+	}()
+	w := &timingWriter{discardWriter: discardWriter{hdr: http.Header{}}, start: time.Now()}
+	r, _ := http.NewRequest(http.MethodPost, "/api/v1/read", bytes.NewReader(body))
+	func() {
+		// A read that fails after its first frame aborts the handler (the
+		// reason is in the log).
+		defer func() {
+			if p := recover(); p != nil {
+				close(stop)
+				<-done
+				b.Fatalf("read aborted after %d frames: %v", w.frames, p)
+			}
+		}()
+		h.ServeHTTP(w, r)
+	}()
+	total := time.Since(w.start)
+	close(stop)
+	<-done
+	if w.code != http.StatusOK {
+		b.Fatalf("status %d", w.code)
+	}
+	return readMeasure{peak: peak.Load(), firstFrame: w.first, total: total, frames: w.frames}
+}
+
+// timingWriter notes when the first frame is written and counts frames.
+type timingWriter struct {
+	discardWriter
+	start  time.Time
+	first  time.Duration
+	frames int64
+}
+
+func (w *timingWriter) Write(p []byte) (int, error) {
+	if w.frames == 0 {
+		w.first = time.Since(w.start)
+	}
+	w.frames++
+	return len(p), nil
+}
+
+// ensureScaleData writes n series of job (perMetric series per metric), one
+// sample an hour for hours hours from t0, unless a marker series says it is
+// there already.
+func ensureScaleData(b *testing.B, st *store.Store, job string, n, perMetric, hours int, t0 int64) {
+	ctx := context.Background()
+	marker := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "readscale_done"), labels.MustNewMatcher(labels.MatchEqual, "job", job)}
+	ss := st.Select(ctx, store.Query{Start: t0, End: t0, Matchers: marker, SeriesOnly: true})
+	found := ss.Next()
+	err := ss.Err()
+	ss.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if found {
+		return
+	}
+	start := time.Now()
+	const perWrite = 10_000
+	lsets := make([][]labels.Label, n)
+	for i := range lsets {
+		lsets[i] = []labels.Label{
+			{Name: "__name__", Value: fmt.Sprintf("readscale_m%d", i/perMetric)},
+			{Name: "instance", Value: fmt.Sprintf("host-%06d:9100", i)},
+			{Name: "job", Value: job},
+		}
+	}
+	samples := make([]store.Sample, n)
+	for h := range hours {
+		for lo := 0; lo < n; lo += perWrite {
+			batch := make([]store.SeriesIn, 0, perWrite)
+			for i := lo; i < min(lo+perWrite, n); i++ {
+				samples[i] = store.Sample{T: t0 + int64(h)*3_600_000 + int64(i%3_600_000), V: float64(i)}
+				batch = append(batch, store.SeriesIn{Labels: lsets[i], Samples: samples[i : i+1]})
+			}
+			if err := st.Write(ctx, batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	done := []store.SeriesIn{{Labels: []labels.Label{{Name: "__name__", Value: "readscale_done"}, {Name: "job", Value: job}}, Samples: []store.Sample{{T: t0, V: 1}}}}
+	if err := st.Write(ctx, done); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("wrote %d series x %d hours in %v", n, hours, time.Since(start).Round(time.Second))
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -16,50 +17,56 @@ import (
 // arenas reused from request to request (the whole value lives in a
 // sync.Pool), so steady-state decoding allocates nothing per sample and
 // nothing per label string the interner has seen before.
+//
+// Before decoding, a scan of the message counts what it holds (see shape),
+// and the arenas are sized to exactly that: they never grow while decoding,
+// so the memory a request takes is known, and charged, before it is
+// allocated, and the series can point straight into the arenas.
 type writeRequest struct {
-	series   []store.SeriesIn
-	spans    []seriesSpan
-	labels   []labels.Label
-	samples  []store.Sample
-	metadata []store.Metadata
-	mdIndex  map[string]int // metric name -> index in metadata (2.0)
-	symbols  []string       // 2.0 only
+	series     []store.SeriesIn
+	histograms []uint32 // per series: native histogram samples, not stored
+	labels     []labels.Label
+	samples    []store.Sample
+	metadata   []store.Metadata
+	mdIndex    map[string]int // metric name -> index in metadata (2.0)
+	symbols    []string       // 2.0 only
 
 	// What this receiver does not store; counted so that the answer can
 	// say so and never count them as written.
-	histograms int
-	exemplars  int
+	numHistograms int
+	numExemplars  int
 
 	intern interner
-}
-
-// seriesSpan locates one series in the label and sample arenas. Offsets
-// rather than subslices, because the arenas may move while they grow.
-type seriesSpan struct {
-	lblStart, lblEnd int
-	smpStart, smpEnd int
 }
 
 func (r *writeRequest) reset() {
 	clear(r.series) // drop references to the previous request's arenas
 	r.series = r.series[:0]
-	r.spans = r.spans[:0]
+	r.histograms = r.histograms[:0]
 	r.labels = r.labels[:0]
 	r.samples = r.samples[:0]
 	r.metadata = r.metadata[:0]
 	clear(r.mdIndex)
 	r.symbols = r.symbols[:0]
-	r.histograms, r.exemplars = 0, 0
+	r.numHistograms, r.numExemplars = 0, 0
 }
 
-// finish turns spans into the series slice handed to the store.
-func (r *writeRequest) finish() {
-	for _, sp := range r.spans {
-		r.series = append(r.series, store.SeriesIn{
-			Labels:  r.labels[sp.lblStart:sp.lblEnd:sp.lblEnd],
-			Samples: r.samples[sp.smpStart:sp.smpEnd:sp.smpEnd],
-		})
-	}
+// grow sizes the arenas for a request of shape s.
+func (r *writeRequest) grow(s shape) {
+	r.series = slices.Grow(r.series, s.series)
+	r.histograms = slices.Grow(r.histograms, s.series)
+	r.labels = slices.Grow(r.labels, s.labels)
+	r.samples = slices.Grow(r.samples, s.samples)
+	r.metadata = slices.Grow(r.metadata, s.metadata)
+	r.symbols = slices.Grow(r.symbols, s.symbols)
+}
+
+// addSeries appends the series whose labels and samples begin at lblStart
+// and smpStart in the arenas.
+func (r *writeRequest) addSeries(lblStart, smpStart int, histograms uint32) {
+	l, n := len(r.labels), len(r.samples)
+	r.series = append(r.series, store.SeriesIn{Labels: r.labels[lblStart:l:l], Samples: r.samples[smpStart:n:n]})
+	r.histograms = append(r.histograms, histograms)
 }
 
 // numSamples is the number of float samples in the request.
@@ -68,8 +75,12 @@ func (r *writeRequest) numSamples() int { return len(r.samples) }
 var errTruncated = errors.New("truncated or malformed protobuf")
 
 // decodeV1 decodes a prometheus.WriteRequest (remote write 1.0).
-func (r *writeRequest) decodeV1(b []byte) error {
+func (r *writeRequest) decodeV1(b []byte) error { return r.decodeV1Sized(b, scanV1(b)) }
+
+// decodeV1Sized decodes b, whose shape is s (scanV1(b)).
+func (r *writeRequest) decodeV1Sized(b []byte, s shape) error {
 	r.reset()
+	r.grow(s)
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -80,11 +91,11 @@ func (r *writeRequest) decodeV1(b []byte) error {
 		case num == 1 && typ == protowire.BytesType:
 			msg, n := protowire.ConsumeBytes(b)
 			if n < 0 {
-				return fmt.Errorf("writeRequest.timeseries[%d]: %w", len(r.spans), errTruncated)
+				return fmt.Errorf("writeRequest.timeseries[%d]: %w", len(r.series), errTruncated)
 			}
 			b = b[n:]
 			if err := r.decodeV1Series(msg); err != nil {
-				return fmt.Errorf("writeRequest.timeseries[%d]: %w", len(r.spans), err)
+				return fmt.Errorf("writeRequest.timeseries[%d]: %w", len(r.series), err)
 			}
 		case num == 3 && typ == protowire.BytesType:
 			msg, n := protowire.ConsumeBytes(b)
@@ -108,12 +119,12 @@ func (r *writeRequest) decodeV1(b []byte) error {
 			b = b[n:]
 		}
 	}
-	r.finish()
 	return nil
 }
 
 func (r *writeRequest) decodeV1Series(b []byte) error {
-	sp := seriesSpan{lblStart: len(r.labels), smpStart: len(r.samples)}
+	lblStart, smpStart := len(r.labels), len(r.samples)
+	var histograms uint32
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -137,23 +148,23 @@ func (r *writeRequest) decodeV1Series(b []byte) error {
 		case 1:
 			name, value, err := r.decodeV1Label(msg)
 			if err != nil {
-				return fmt.Errorf("labels[%d]: %w", len(r.labels)-sp.lblStart, err)
+				return fmt.Errorf("labels[%d]: %w", len(r.labels)-lblStart, err)
 			}
 			r.labels = append(r.labels, labels.Label{Name: name, Value: value})
 		case 2:
 			s, err := decodeSample(msg)
 			if err != nil {
-				return fmt.Errorf("samples[%d]: %w", len(r.samples)-sp.smpStart, err)
+				return fmt.Errorf("samples[%d]: %w", len(r.samples)-smpStart, err)
 			}
 			r.samples = append(r.samples, s)
 		case 3:
-			r.exemplars++
+			r.numExemplars++
 		case 4:
-			r.histograms++
+			r.numHistograms++
+			histograms++
 		}
 	}
-	sp.lblEnd, sp.smpEnd = len(r.labels), len(r.samples)
-	r.spans = append(r.spans, sp)
+	r.addSeries(lblStart, smpStart, histograms)
 	return nil
 }
 
@@ -279,8 +290,12 @@ func (r *writeRequest) decodeV1Metadata(b []byte) error {
 // decodeV2 decodes an io.prometheus.write.v2.Request. Symbols may follow the
 // series on the wire, so series are decoded in a second pass once all
 // symbols are known.
-func (r *writeRequest) decodeV2(b []byte) error {
+func (r *writeRequest) decodeV2(b []byte) error { return r.decodeV2Sized(b, scanV2(b)) }
+
+// decodeV2Sized decodes b, whose shape is s (scanV2(b)).
+func (r *writeRequest) decodeV2Sized(b []byte, s shape) error {
 	r.reset()
+	r.grow(s)
 	all := b
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
@@ -315,13 +330,12 @@ func (r *writeRequest) decodeV2(b []byte) error {
 			msg, n := protowire.ConsumeBytes(b)
 			b = b[n:]
 			if err := r.decodeV2Series(msg); err != nil {
-				return fmt.Errorf("request.timeseries[%d]: %w", len(r.spans), err)
+				return fmt.Errorf("request.timeseries[%d]: %w", len(r.series), err)
 			}
 			continue
 		}
 		b = b[protowire.ConsumeFieldValue(num, typ, b):]
 	}
-	r.finish()
 	return nil
 }
 
@@ -336,18 +350,19 @@ func (r *writeRequest) symbol(ref uint64) (string, error) {
 }
 
 func (r *writeRequest) decodeV2Series(b []byte) error {
-	sp := seriesSpan{lblStart: len(r.labels), smpStart: len(r.samples)}
+	lblStart, smpStart := len(r.labels), len(r.samples)
 	var (
 		refs        []byte // packed labels_refs
 		md          []byte
 		hasMetadata bool
 		pending     uint64
 		havePending bool
+		histograms  uint32
 	)
 	addRef := func(ref uint64) error {
 		s, err := r.symbol(ref)
 		if err != nil {
-			return fmt.Errorf("labels_refs[%d]: %w", 2*(len(r.labels)-sp.lblStart)+boolInt(havePending), err)
+			return fmt.Errorf("labels_refs[%d]: %w", 2*(len(r.labels)-lblStart)+boolInt(havePending), err)
 		}
 		if !havePending {
 			pending, havePending = ref, true
@@ -398,7 +413,7 @@ func (r *writeRequest) decodeV2Series(b []byte) error {
 			b = b[n:]
 			s, err := decodeSample(msg)
 			if err != nil {
-				return fmt.Errorf("samples[%d]: %w", len(r.samples)-sp.smpStart, err)
+				return fmt.Errorf("samples[%d]: %w", len(r.samples)-smpStart, err)
 			}
 			r.samples = append(r.samples, s)
 		case (num == 3 || num == 4) && typ == protowire.BytesType:
@@ -408,9 +423,10 @@ func (r *writeRequest) decodeV2Series(b []byte) error {
 			}
 			b = b[n:]
 			if num == 3 {
-				r.histograms++
+				r.numHistograms++
+				histograms++
 			} else {
-				r.exemplars++
+				r.numExemplars++
 			}
 		case num == 5 && typ == protowire.BytesType:
 			md, n = protowire.ConsumeBytes(b)
@@ -428,12 +444,11 @@ func (r *writeRequest) decodeV2Series(b []byte) error {
 		}
 	}
 	if havePending {
-		return fmt.Errorf("labels_refs has an odd length (%d)", 2*(len(r.labels)-sp.lblStart)+1)
+		return fmt.Errorf("labels_refs has an odd length (%d)", 2*(len(r.labels)-lblStart)+1)
 	}
-	sp.lblEnd, sp.smpEnd = len(r.labels), len(r.samples)
-	r.spans = append(r.spans, sp)
+	r.addSeries(lblStart, smpStart, histograms)
 	if hasMetadata {
-		return r.decodeV2Metadata(md, r.labels[sp.lblStart:sp.lblEnd])
+		return r.decodeV2Metadata(md, r.labels[lblStart:])
 	}
 	return nil
 }

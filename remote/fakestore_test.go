@@ -7,15 +7,18 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/prom-hbase/prom-hbase/seriesrules"
 	"github.com/prom-hbase/prom-hbase/store"
 )
 
 // fakeStore is a TEST DOUBLE: an in-memory store.Appender and store.Querier
-// with the store's documented semantics (sorted series, duplicate timestamps
-// overwrite, all-or-nothing writes), plus failure injection. It lets the HTTP
+// with the store's documented semantics (the shared series rules, empty
+// label values dropped, sorted series, duplicate timestamps overwrite,
+// all-or-nothing writes but for refused series), plus failure injection. It lets the HTTP
 // layer be tested without a storage backend.
 type fakeStore struct {
 	mu       sync.Mutex
@@ -36,6 +39,19 @@ type fakeStore struct {
 	entered    chan struct{} // signalled when a Select waits at the gate
 	// failAfter > 0 makes a SeriesSet fail after that many series.
 	failAfter int
+	// failMetadata, when set, fails every WriteMetadata with it.
+	failMetadata error
+	// refuse, when set, names the series Write refuses as the real store
+	// refuses a series whose new label needs a UID of an exhausted space:
+	// the rest of the batch is written, and a *store.RefusedError says
+	// what was not.
+	refuse func(labels.Labels) bool
+	// delay, when set, makes every Write take that long (a slow store).
+	delay time.Duration
+	// writeGate, when set, makes Write signal writeEntered and wait until
+	// the gate is closed.
+	writeGate    chan struct{}
+	writeEntered chan struct{}
 }
 
 type fakeSeries struct {
@@ -62,16 +78,40 @@ func (f *fakeStore) Write(ctx context.Context, batch []store.SeriesIn) error {
 	if failWith != nil {
 		return failWith
 	}
+	if f.writeGate != nil {
+		f.writeEntered <- struct{}{}
+		<-f.writeGate
+	}
+	if f.delay > 0 {
+		time.Sleep(f.delay)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, s := range batch {
-		if len(s.Labels) == 0 {
-			return fmt.Errorf("%w: series without labels", store.ErrInvalidInput)
+		if v := seriesrules.CheckSeries(s.Labels, len(s.Samples), 0, seriesrules.Limits{}); v != nil {
+			return fmt.Errorf("%w: %v", store.ErrInvalidInput, v)
 		}
 	}
 	f.writes++
+	var refused *store.RefusedError
 	for _, s := range batch {
-		lset := labels.New(s.Labels...) // copies: the batch's buffers are reused
+		// Copies (the batch's buffers are reused) and drops empty values,
+		// as the store does.
+		var b labels.ScratchBuilder
+		for _, l := range s.Labels {
+			if l.Value != "" {
+				b.Add(l.Name, l.Value)
+			}
+		}
+		lset := b.Labels()
+		if f.refuse != nil && f.refuse(lset) {
+			if refused == nil {
+				refused = &store.RefusedError{First: fmt.Sprintf("series %s: label \"pod\": all 1-byte tagv UIDs are assigned", lset), Err: errors.New("UID space exhausted")}
+			}
+			refused.Series++
+			refused.Samples += len(s.Samples)
+			continue
+		}
 		key := lset.String()
 		fs := f.series[key]
 		if fs == nil {
@@ -87,6 +127,9 @@ func (f *fakeStore) Write(ctx context.Context, batch []store.SeriesIn) error {
 			fs.samples = slices.Insert(fs.samples, i, smp)
 		}
 	}
+	if refused != nil {
+		return refused
+	}
 	return nil
 }
 
@@ -95,6 +138,9 @@ func (f *fakeStore) WriteMetadata(_ context.Context, md []store.Metadata) error 
 	defer f.mu.Unlock()
 	if f.failWith != nil {
 		return f.failWith
+	}
+	if f.failMetadata != nil {
+		return f.failMetadata
 	}
 	for _, m := range md {
 		f.metadata[m.MetricFamilyName] = m

@@ -36,7 +36,10 @@ var staleNaN = math.Float64frombits(0x7ff0000000000002)
 type testServer struct {
 	*httptest.Server
 	reg *prometheus.Registry
+	m   *Metrics
 }
+
+func (s *testServer) metrics() *Metrics { return s.m }
 
 func newTestServer(t testing.TB, st appendQuerier, wcfg WriteConfig, rcfg ReadConfig) *testServer {
 	t.Helper()
@@ -48,7 +51,7 @@ func newTestServer(t testing.TB, st appendQuerier, wcfg WriteConfig, rcfg ReadCo
 	mux.Handle("/api/v1/read", NewReadHandler(st, rcfg, m, logger))
 	srv := httptest.NewServer(mux) // listens on 127.0.0.1
 	t.Cleanup(srv.Close)
-	return &testServer{Server: srv, reg: reg}
+	return &testServer{Server: srv, reg: reg, m: m}
 }
 
 func (s *testServer) url(t testing.TB, path string) *config_util.URL {

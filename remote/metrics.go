@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/prom-hbase/prom-hbase/seriesrules"
 )
 
 // Metrics are the HTTP layer's instruments. One Metrics serves both
@@ -17,6 +19,7 @@ type Metrics struct {
 	samplesRead     prometheus.Counter
 	duration        *prometheus.HistogramVec
 	inFlight        *prometheus.GaugeVec
+	bytesInFlight   prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: not
@@ -50,12 +53,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "promhbase_http_requests_in_flight",
 			Help: "Remote-storage HTTP requests being served, by endpoint.",
 		}, []string{"endpoint"}),
+		bytesInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "promhbase_write_bytes_in_flight",
+			Help: "Bytes reserved by the remote-write requests being served (bodies, decompressed bodies, decoded series), bounded by --write.max-bytes-in-flight.",
+		}),
 	}
-	for _, r := range []string{reasonInvalidLabels, reasonTooManyLabels, reasonLabelTooLong, reasonHistogram, reasonStorage, reasonStoreInvalid} {
+	for _, r := range append([]string{reasonHistogram, reasonStorage, reasonStoreInvalid, reasonUIDExhausted}, seriesrules.Reasons...) {
 		m.samplesRejected.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.samplesReceived, m.samplesWritten, m.samplesRejected, m.samplesRead, m.duration, m.inFlight)
+		reg.MustRegister(m.samplesReceived, m.samplesWritten, m.samplesRejected, m.samplesRead, m.duration, m.inFlight, m.bytesInFlight)
 	}
 	return m
 }

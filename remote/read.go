@@ -54,7 +54,8 @@ func (c *ReadConfig) setDefaults() {
 	}
 }
 
-// samplesPerChunk is where Prometheus's head cuts an XOR chunk.
+// samplesPerChunk is where Prometheus's head cuts an XOR chunk; a store
+// without chunks has its samples cut there.
 const samplesPerChunk = 120
 
 const streamedContentType = "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse"
@@ -72,6 +73,7 @@ type readBuffers struct {
 	body, decoded, frame []byte
 	lbls                 []prompb.Label
 	chunks               []prompb.Chunk
+	storeChunks          []store.Chunk
 	xor                  []*chunkenc.XORChunk
 }
 
@@ -322,7 +324,8 @@ func (h *readHandler) samples(ctx context.Context, w http.ResponseWriter, querie
 
 // streamed answers with ChunkedReadResponse frames, series in label order,
 // each series in frames of at most MaxBytesInFrame (give or take one chunk),
-// flushed as they go: memory stays flat whatever the size of the answer.
+// flushed as they go: memory stays flat whatever the size of the answer. A
+// store that keeps chunks hands them over as they are.
 func (h *readHandler) streamed(ctx context.Context, w http.ResponseWriter, queries []store.Query, bufs *readBuffers) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -330,21 +333,16 @@ func (h *readHandler) streamed(ctx context.Context, w http.ResponseWriter, queri
 		return
 	}
 	sw := &streamWriter{w: w, flusher: flusher, bufs: bufs, maxBytes: h.cfg.MaxBytesInFrame}
+	cq, _ := h.q.(store.ChunkQuerier)
 	for i, q := range queries {
-		ss := h.q.Select(ctx, q)
-		for ss.Next() {
-			n, err := sw.writeSeries(int64(i), ss.At())
-			h.m.samplesRead.Add(float64(n))
-			if err != nil {
-				ss.Close()
-				h.abortStream(w, sw, err)
-				return
-			}
+		var err error
+		if cq != nil {
+			err = h.streamChunks(ctx, sw, cq, int64(i), q)
+		} else {
+			err = h.streamSamples(ctx, sw, int64(i), q)
 		}
-		err := ss.Err()
-		ss.Close()
 		if err != nil {
-			h.abortStream(w, sw, selectErr(i, err))
+			h.abortStream(w, sw, err)
 			return
 		}
 	}
@@ -352,6 +350,40 @@ func (h *readHandler) streamed(ctx context.Context, w http.ResponseWriter, queri
 		w.Header().Set("Content-Type", streamedContentType)
 		w.WriteHeader(http.StatusOK)
 	}
+}
+
+// streamChunks sends the series of one query from a ChunkQuerier.
+func (h *readHandler) streamChunks(ctx context.Context, sw *streamWriter, cq store.ChunkQuerier, i int64, q store.Query) error {
+	ss := cq.SelectChunks(ctx, q)
+	defer ss.Close()
+	for ss.Next() {
+		n, err := sw.writeChunkSeries(i, ss.At())
+		h.m.samplesRead.Add(float64(n))
+		if err != nil {
+			return err
+		}
+	}
+	if err := ss.Err(); err != nil {
+		return selectErr(int(i), err)
+	}
+	return nil
+}
+
+// streamSamples sends the series of one query from a plain Querier.
+func (h *readHandler) streamSamples(ctx context.Context, sw *streamWriter, i int64, q store.Query) error {
+	ss := h.q.Select(ctx, q)
+	defer ss.Close()
+	for ss.Next() {
+		n, err := sw.writeSeries(i, ss.At())
+		h.m.samplesRead.Add(float64(n))
+		if err != nil {
+			return err
+		}
+	}
+	if err := ss.Err(); err != nil {
+		return selectErr(int(i), err)
+	}
+	return nil
 }
 
 // abortStream ends a failed streamed read. Before the first frame the

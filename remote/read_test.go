@@ -12,11 +12,14 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/prom-hbase/prom-hbase/store"
 )
 
 func fillStore(t *testing.T, st appendQuerier, series []prompb.TimeSeries) {
@@ -280,4 +283,130 @@ func TestReadStreamFailureMidway(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "no region server") {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// chunkStub is a store.ChunkQuerier answering every query with the same
+// series, to check that the handler sends a store's chunks as they are.
+type chunkStub struct {
+	appendQuerier
+	series []store.ChunkSeries
+}
+
+func (c *chunkStub) SelectChunks(context.Context, store.Query) store.ChunkSeriesSet {
+	return &chunkStubSet{series: c.series, i: -1}
+}
+
+type chunkStubSet struct {
+	series []store.ChunkSeries
+	i      int
+}
+
+func (s *chunkStubSet) Next() bool            { s.i++; return s.i < len(s.series) }
+func (s *chunkStubSet) At() store.ChunkSeries { return s.series[s.i] }
+func (s *chunkStubSet) Err() error            { return nil }
+func (s *chunkStubSet) Close()                {}
+
+// stubChunks encodes n chunks of per samples each, 1 s apart, from t0.
+func stubChunks(t *testing.T, n, per int, t0 int64) []store.Chunk {
+	var out []store.Chunk
+	for i := range n {
+		c := chunkenc.NewXORChunk()
+		app, err := c.Appender()
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := t0 + int64(i*per)*1000
+		for j := range per {
+			app.Append(0, first+int64(j)*1000, float64(j))
+		}
+		out = append(out, store.Chunk{MinTime: first, MaxTime: first + int64(per-1)*1000, Encoding: chunkenc.EncXOR, Samples: per, Data: c.Bytes()})
+	}
+	return out
+}
+
+// TestReadStreamedPassesChunksThrough: the chunks a ChunkQuerier gives are
+// sent byte for byte, in order, split across frames at the frame limit, and
+// Prometheus's own client reads them back.
+func TestReadStreamedPassesChunksThrough(t *testing.T) {
+	st := &chunkStub{appendQuerier: newFakeStore(), series: []store.ChunkSeries{
+		{Labels: labels.FromStrings("__name__", "a", "i", "1"), Chunks: stubChunks(t, 30, 240, 0)},
+		{Labels: labels.FromStrings("__name__", "a", "i", "2"), Chunks: stubChunks(t, 1, 7, 5000)},
+		{Labels: labels.FromStrings("__name__", "b"), Chunks: stubChunks(t, 3, 120, 0)},
+	}}
+	const maxFrame = 4096
+	srv := newTestServer(t, st, WriteConfig{}, ReadConfig{MaxBytesInFrame: maxFrame})
+	body := readRequest(t, []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS},
+		query(t, 0, 1<<40, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")))
+	resp, err := http.Post(srv.URL+"/api/v1/read", "application/x-protobuf", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	cr := remote.NewChunkedReader(resp.Body, 1<<20, nil)
+	got := map[string][]prompb.Chunk{}
+	frames := 0
+	for {
+		var res prompb.ChunkedReadResponse
+		err := cr.NextProto(&res)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames++
+		cs := res.ChunkedSeries[0]
+		if last := cs.Chunks[len(cs.Chunks)-1].Size(); res.Size()-last > maxFrame {
+			t.Fatalf("frame of %d bytes (last chunk %d), limit %d", res.Size(), last, maxFrame)
+		}
+		key := labelsString(cs.Labels)
+		got[key] = append(got[key], cs.Chunks...)
+	}
+	if frames <= len(st.series) {
+		t.Fatalf("%d frames: the long series was not split", frames)
+	}
+	for _, s := range st.series {
+		key := labelsString(prompbLabels(s.Labels))
+		if len(got[key]) != len(s.Chunks) {
+			t.Fatalf("%s: %d chunks, want %d", key, len(got[key]), len(s.Chunks))
+		}
+		for i, c := range s.Chunks {
+			g := got[key][i]
+			if !bytes.Equal(g.Data, c.Data) || g.MinTimeMs != c.MinTime || g.MaxTimeMs != c.MaxTime || g.Type != prompb.Chunk_XOR {
+				t.Fatalf("%s chunk %d: sent [%d, %d] %x, want [%d, %d] %x", key, i, g.MinTimeMs, g.MaxTimeMs, g.Data, c.MinTime, c.MaxTime, c.Data)
+			}
+		}
+	}
+	if n := testutil.ToFloat64(srv.m.samplesRead); n != 30*240+7+3*120 {
+		t.Fatalf("samples read metric %v, want %d", n, 30*240+7+3*120)
+	}
+
+	// Prometheus's client takes the stream.
+	c, err := remote.NewReadClient("t", &remote.ClientConfig{URL: srv.url(t, "/api/v1/read"), Timeout: timeout(), ChunkedReadLimit: 1 << 20, AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := c.Read(context.Background(), query(t, 0, 1<<40, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for ss.Next() {
+		it := ss.At().Iterator(nil)
+		for it.Next() != chunkenc.ValNone {
+			n++
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ss.Err(); err != nil || n != 30*240+7+3*120 {
+		t.Fatalf("Prometheus's client read %d samples, err %v", n, err)
+	}
+}
+
+func prompbLabels(ls labels.Labels) []prompb.Label {
+	var out []prompb.Label
+	ls.Range(func(l labels.Label) { out = append(out, prompb.Label{Name: l.Name, Value: l.Value}) })
+	return out
 }

@@ -37,14 +37,31 @@ type streamWriter struct {
 	started  bool
 }
 
-// writeSeries sends one series as XOR chunks of at most samplesPerChunk
-// samples, in as many frames as MaxBytesInFrame asks for; a series without
-// samples (a series-only query) is one frame without chunks. It returns the
-// number of samples sent.
+// writeSeries sends one series of a store without chunks: its samples are
+// cut into XOR chunks of at most samplesPerChunk samples first. It returns
+// the number of samples sent.
 func (sw *streamWriter) writeSeries(queryIndex int64, s store.Series) (int, error) {
 	b := sw.bufs
-	// The frame is written before the next call to Next, so the labels
-	// need not be copied.
+	b.storeChunks = b.storeChunks[:0]
+	for start := 0; start < len(s.Samples); start += samplesPerChunk {
+		end := min(start+samplesPerChunk, len(s.Samples))
+		chk, err := sw.encodeChunk(len(b.storeChunks), s.Samples[start:end])
+		if err != nil {
+			return 0, err
+		}
+		b.storeChunks = append(b.storeChunks, chk)
+	}
+	return sw.writeChunkSeries(queryIndex, store.ChunkSeries{Labels: s.Labels, Chunks: b.storeChunks})
+}
+
+// writeChunkSeries sends one series' chunks, as they are, in as many frames
+// as MaxBytesInFrame asks for (a frame overshoots by at most its last chunk,
+// as Prometheus's own); a series without chunks (a series-only query) is one
+// frame without chunks. It returns the number of samples sent.
+func (sw *streamWriter) writeChunkSeries(queryIndex int64, s store.ChunkSeries) (int, error) {
+	b := sw.bufs
+	// The frame is written before the next call to Next, so labels and
+	// chunk bytes need not be copied.
 	b.lbls = b.lbls[:0]
 	s.Labels.Range(func(l labels.Label) {
 		b.lbls = append(b.lbls, prompb.Label{Name: l.Name, Value: l.Value})
@@ -53,34 +70,35 @@ func (sw *streamWriter) writeSeries(queryIndex int64, s store.Series) (int, erro
 	for i := range b.lbls {
 		budget -= b.lbls[i].Size()
 	}
-	if len(s.Samples) == 0 {
-		b.chunks = b.chunks[:0]
+	b.chunks = b.chunks[:0]
+	if len(s.Chunks) == 0 {
 		return 0, sw.writeFrame(queryIndex)
 	}
-	left := budget
-	b.chunks = b.chunks[:0]
-	for start := 0; start < len(s.Samples); start += samplesPerChunk {
-		end := min(start+samplesPerChunk, len(s.Samples))
-		chk, err := sw.encodeChunk(len(b.chunks), s.Samples[start:end])
-		if err != nil {
-			return start, err
+	left, sent := budget, 0
+	for i, c := range s.Chunks {
+		if c.Encoding != chunkenc.EncXOR {
+			return sent, fmt.Errorf("chunk of encoding %s: only XOR chunks are streamed", c.Encoding)
 		}
+		chk := prompb.Chunk{MinTimeMs: c.MinTime, MaxTimeMs: c.MaxTime, Type: prompb.Chunk_XOR, Data: c.Data}
 		b.chunks = append(b.chunks, chk)
 		left -= chk.Size()
-		if left > 0 && end < len(s.Samples) {
+		if left > 0 && i+1 < len(s.Chunks) {
 			continue
 		}
 		if err := sw.writeFrame(queryIndex); err != nil {
-			return start, err
+			return sent, err
+		}
+		for _, c := range b.chunks {
+			sent += int(binary.BigEndian.Uint16(c.Data))
 		}
 		b.chunks = b.chunks[:0]
 		left = budget
 	}
-	return len(s.Samples), nil
+	return sent, nil
 }
 
-// encodeChunk encodes samples into the i-th reusable XOR chunk of the frame.
-func (sw *streamWriter) encodeChunk(i int, samples []store.Sample) (prompb.Chunk, error) {
+// encodeChunk encodes samples into the i-th reusable XOR chunk.
+func (sw *streamWriter) encodeChunk(i int, samples []store.Sample) (store.Chunk, error) {
 	b := sw.bufs
 	for len(b.xor) <= i {
 		b.xor = append(b.xor, chunkenc.NewXORChunk())
@@ -89,16 +107,17 @@ func (sw *streamWriter) encodeChunk(i int, samples []store.Sample) (prompb.Chunk
 	c.Reset(append(c.Bytes()[:0], 0, 0)) // an empty chunk is its 2-byte sample count
 	app, err := c.Appender()
 	if err != nil {
-		return prompb.Chunk{}, fmt.Errorf("XOR chunk appender: %w", err)
+		return store.Chunk{}, fmt.Errorf("XOR chunk appender: %w", err)
 	}
 	for _, s := range samples {
 		app.Append(0, s.T, s.V)
 	}
-	return prompb.Chunk{
-		MinTimeMs: samples[0].T,
-		MaxTimeMs: samples[len(samples)-1].T,
-		Type:      prompb.Chunk_XOR,
-		Data:      c.Bytes(),
+	return store.Chunk{
+		MinTime:  samples[0].T,
+		MaxTime:  samples[len(samples)-1].T,
+		Encoding: chunkenc.EncXOR,
+		Samples:  len(samples),
+		Data:     c.Bytes(),
 	}, nil
 }
 

@@ -2,31 +2,26 @@ package remote
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/prom-hbase/prom-hbase/seriesrules"
 	"github.com/prom-hbase/prom-hbase/store"
 )
 
-// Limits bound what one series may carry. Zero means no limit.
-type Limits struct {
-	MaxLabels           int
-	MaxLabelNameLength  int
-	MaxLabelValueLength int
-}
+// Limits bound what one series may carry (zero: no limit). They are the
+// shared series rules' limits, so the HTTP layer and the store refuse the
+// same series.
+type Limits = seriesrules.Limits
 
-// Reasons a sample is rejected, the values of the "reason" label of
-// the rejected-samples counter.
+// Reasons a sample is rejected, the values of the "reason" label of the
+// rejected-samples counter, beside the series rules' own reasons.
 const (
-	reasonInvalidLabels = "invalid_labels"
-	reasonTooManyLabels = "too_many_labels"
-	reasonLabelTooLong  = "label_too_long"
-	reasonHistogram     = "native_histogram_unsupported"
-	reasonStorage       = "storage_error"
-	reasonStoreInvalid  = "store_rejected"
+	reasonHistogram    = "native_histogram_unsupported"
+	reasonStorage      = "storage_error"
+	reasonStoreInvalid = "store_rejected"
+	reasonUIDExhausted = "uid_exhausted"
 )
 
 // invalidSeriesError names the first bad series of a request and the rule
@@ -34,69 +29,49 @@ const (
 type invalidSeriesError struct {
 	index  int
 	series []labels.Label
-	reason string
-	msg    string
+	*seriesrules.Violation
 }
 
 func (e *invalidSeriesError) Error() string {
-	return fmt.Sprintf("series %d %s: %s", e.index, formatLabels(e.series), e.msg)
+	if e.series == nil { // metadata
+		return e.Rule
+	}
+	return fmt.Sprintf("series %d %s: %s", e.index, formatLabels(e.series), e.Rule)
 }
 
-// validateSeries checks every series of a request before anything is
-// written, so a bad request writes nothing. It returns the first violation.
-func validateSeries(series []store.SeriesIn, lim Limits) *invalidSeriesError {
-	for i, s := range series {
-		if reason, msg := validateLabels(s.Labels, lim); msg != "" {
-			return &invalidSeriesError{index: i, series: s.Labels, reason: reason, msg: msg}
+// validate checks the whole request against the series rules before
+// anything is written, so a bad request writes nothing: every series (with
+// its float samples and histograms) and every metadata entry. It returns the
+// first violation.
+func (r *writeRequest) validate(lim Limits) *invalidSeriesError {
+	for i, s := range r.series {
+		if v := seriesrules.CheckSeries(s.Labels, len(s.Samples), int(r.histograms[i]), lim); v != nil {
+			return &invalidSeriesError{index: i, series: s.Labels, Violation: v}
+		}
+	}
+	for i, md := range r.metadata {
+		if v := seriesrules.CheckMetadata(md.MetricFamilyName); v != nil {
+			return &invalidSeriesError{index: i, Violation: v}
 		}
 	}
 	return nil
 }
 
-func validateLabels(ls []labels.Label, lim Limits) (reason, msg string) {
-	if len(ls) == 0 {
-		return reasonInvalidLabels, "series has no labels"
-	}
-	if lim.MaxLabels > 0 && len(ls) > lim.MaxLabels {
-		return reasonTooManyLabels, fmt.Sprintf("%d labels, more than the limit of %d", len(ls), lim.MaxLabels)
-	}
-	for i, l := range ls {
-		switch {
-		case l.Name == "":
-			return reasonInvalidLabels, fmt.Sprintf("label %d has an empty name", i)
-		case !utf8.ValidString(l.Name):
-			return reasonInvalidLabels, fmt.Sprintf("label name %s is not valid UTF-8", strconv.QuoteToASCII(truncate(l.Name)))
-		case !utf8.ValidString(l.Value):
-			return reasonInvalidLabels, fmt.Sprintf("value of label %q is not valid UTF-8", truncate(l.Name))
-		case l.Value == "":
-			// Prometheus treats an empty value as an absent label; storing
-			// one would make {l=""} and {} different series.
-			return reasonInvalidLabels, fmt.Sprintf("label %q has an empty value", truncate(l.Name))
-		case lim.MaxLabelNameLength > 0 && len(l.Name) > lim.MaxLabelNameLength:
-			return reasonLabelTooLong, fmt.Sprintf("label name %q is %d bytes long, more than the limit of %d", truncate(l.Name), len(l.Name), lim.MaxLabelNameLength)
-		case lim.MaxLabelValueLength > 0 && len(l.Value) > lim.MaxLabelValueLength:
-			return reasonLabelTooLong, fmt.Sprintf("value of label %q is %d bytes long, more than the limit of %d", truncate(l.Name), len(l.Value), lim.MaxLabelValueLength)
-		}
-		if i > 0 {
-			switch prev := ls[i-1].Name; {
-			case prev == l.Name:
-				return reasonInvalidLabels, fmt.Sprintf("duplicate label name %q", truncate(l.Name))
-			case prev > l.Name:
-				return reasonInvalidLabels, fmt.Sprintf("labels not sorted by name: %q after %q", truncate(l.Name), truncate(prev))
-			}
+// floatSeries returns the series that carry float samples: the only ones
+// handed to the store. A series of native histograms alone has nothing the
+// store keeps, and must not be given label UIDs for nothing. It compacts
+// r.series in place.
+func (r *writeRequest) floatSeries() []store.SeriesIn {
+	out := r.series[:0]
+	for _, s := range r.series {
+		if len(s.Samples) > 0 {
+			out = append(out, s)
 		}
 	}
-	return "", ""
+	return out
 }
 
-const maxShownLabels, maxShownLen = 16, 64
-
-func truncate(s string) string {
-	if len(s) <= maxShownLen {
-		return s
-	}
-	return s[:maxShownLen] + "..."
-}
+const maxShownLabels = 16
 
 // formatLabels prints a label set the way Prometheus does, cut short so that
 // an error message stays readable whatever the sender put in it.
@@ -111,9 +86,9 @@ func formatLabels(ls []labels.Label) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(strconv.QuoteToASCII(truncate(l.Name)))
+		b.WriteString(seriesrules.Quote(l.Name))
 		b.WriteByte('=')
-		b.WriteString(strconv.QuoteToASCII(truncate(l.Value)))
+		b.WriteString(seriesrules.Quote(l.Value))
 	}
 	b.WriteByte('}')
 	return b.String()

@@ -25,6 +25,16 @@ type WriteConfig struct {
 	// MaxDecodedBytes bounds the body once decompressed, checked against
 	// snappy's length header before anything is decoded (default 64 MiB).
 	MaxDecodedBytes int64
+	// MaxRequestMemory bounds what one request may take in all: its body,
+	// the body decompressed, and the decoded series, counted by a scan
+	// before they are allocated (default 128 MiB). A request above it is
+	// refused with 413: it could never be written.
+	MaxRequestMemory int64
+	// MaxBytesInFlight bounds what all requests being served may take,
+	// counted as for MaxRequestMemory and reserved before each allocation;
+	// a request that does not fit gets 429 and Retry-After (default
+	// DefaultMaxBytesInFlight()).
+	MaxBytesInFlight int64
 	// Timeout bounds the time the store may take to acknowledge a request;
 	// past it the sender gets 503 and retries (default 30s).
 	Timeout time.Duration
@@ -37,6 +47,12 @@ func (c *WriteConfig) setDefaults() {
 	}
 	if c.MaxDecodedBytes <= 0 {
 		c.MaxDecodedBytes = 64 << 20
+	}
+	if c.MaxRequestMemory <= 0 {
+		c.MaxRequestMemory = 128 << 20
+	}
+	if c.MaxBytesInFlight <= 0 {
+		c.MaxBytesInFlight = DefaultMaxBytesInFlight()
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 30 * time.Second
@@ -62,11 +78,12 @@ const (
 const maxPooledBuffer = 8 << 20
 
 type writeHandler struct {
-	app    store.Appender
-	cfg    WriteConfig
-	m      *Metrics
-	logger *slog.Logger
-	pool   sync.Pool // *pooledWrite
+	app      store.Appender
+	cfg      WriteConfig
+	m        *Metrics
+	logger   *slog.Logger
+	pool     sync.Pool // *pooledWrite
+	inFlight *inFlight
 }
 
 // pooledWrite is everything one request needs, reused across requests.
@@ -80,10 +97,14 @@ type pooledWrite struct {
 // 2.0 on one endpoint, negotiated by Content-Type as the 2.0 specification
 // says. It answers 204 only once app has stored every sample.
 func NewWriteHandler(app store.Appender, cfg WriteConfig, m *Metrics, logger *slog.Logger) http.Handler {
+	return m.instrument("write", newWriteHandler(app, cfg, m, logger))
+}
+
+func newWriteHandler(app store.Appender, cfg WriteConfig, m *Metrics, logger *slog.Logger) *writeHandler {
 	cfg.setDefaults()
-	h := &writeHandler{app: app, cfg: cfg, m: m, logger: logger}
+	h := &writeHandler{app: app, cfg: cfg, m: m, logger: logger, inFlight: newInFlight(cfg.MaxBytesInFlight, m.bytesInFlight)}
 	h.pool.New = func() any { return new(pooledWrite) }
-	return m.instrument("write", h)
+	return h
 }
 
 // negotiateWrite picks the message from the request headers alone, so an
@@ -121,24 +142,32 @@ func negotiateWrite(hdr http.Header) (msg string, err error) {
 type writeResult struct {
 	v2      bool
 	code    int
-	written int // float samples stored
+	written int // float samples durable
 	msg     string
 }
 
+const overloaded = "overloaded: the remote-write requests being served hold the limit of %d bytes; retry later"
+
+// retryAfter is the Retry-After of a 429, in seconds: about the time a
+// request takes to be written, after which in-flight bytes have freed.
+const retryAfter = "1"
+
 func (h *writeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	res := h.serve(r)
+	hdr := w.Header()
 	if res.v2 {
 		// Required on every 2.0 answer; histograms and exemplars are never
 		// stored by this receiver, so they are always 0.
-		hdr := w.Header()
 		hdr.Set(headerSamplesWritten, strconv.Itoa(res.written))
 		hdr.Set(headerHistogramsWritten, "0")
 		hdr.Set(headerExemplarsWritten, "0")
 	}
-	if res.code == http.StatusMethodNotAllowed {
-		w.Header().Set("Allow", http.MethodPost)
-	}
-	if res.code == http.StatusNoContent {
+	switch res.code {
+	case http.StatusMethodNotAllowed:
+		hdr.Set("Allow", http.MethodPost)
+	case http.StatusTooManyRequests:
+		hdr.Set("Retry-After", retryAfter)
+	case http.StatusNoContent:
 		w.WriteHeader(res.code)
 		return
 	}
@@ -150,6 +179,9 @@ func (h *writeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, res.msg, res.code)
 }
 
+// serve answers one request. Memory is reserved from h.inFlight before each
+// allocation that depends on the request (body, decompressed body, decoded
+// series) and released when the request is done with it.
 func (h *writeHandler) serve(r *http.Request) writeResult {
 	if r.Method != http.MethodPost {
 		return writeResult{code: http.StatusMethodNotAllowed, msg: fmt.Sprintf("method %s not allowed: remote write takes POST", r.Method)}
@@ -166,26 +198,32 @@ func (h *writeHandler) serve(r *http.Request) writeResult {
 	if r.ContentLength > h.cfg.MaxBodyBytes {
 		return fail(http.StatusRequestEntityTooLarge, "body of %d bytes exceeds the limit of %d bytes", r.ContentLength, h.cfg.MaxBodyBytes)
 	}
+	resv := reservation{f: h.inFlight}
+	bodyLen := r.ContentLength
+	if bodyLen < 0 { // unknown length: the most it may be, until it is read
+		bodyLen = h.cfg.MaxBodyBytes
+	}
+	if !resv.add(bodyLen) {
+		return fail(http.StatusTooManyRequests, overloaded, h.cfg.MaxBytesInFlight)
+	}
 
 	pw := h.pool.Get().(*pooledWrite)
-	keep := true // false once the store may still hold pw's buffers
+	var storeRunning <-chan error // receives when an abandoned store call returns
 	defer func() {
-		if !keep {
+		if storeRunning != nil {
+			// The store may still read pw's buffers: they stay reserved
+			// and out of the pool until it returns.
+			go func() { <-storeRunning; resv.releaseAll() }()
 			return
 		}
-		if cap(pw.body) > maxPooledBuffer {
-			pw.body = nil
-		}
-		if cap(pw.decoded) > maxPooledBuffer {
-			pw.decoded = nil
-		}
-		if cap(pw.req.samples) > maxPooledBuffer/16 {
-			pw.req = writeRequest{intern: pw.req.intern}
-		}
-		pw.req.reset()
-		h.pool.Put(pw)
+		resv.releaseAll()
+		h.putPooled(pw)
 	}()
 
+	if r.ContentLength > 0 && int64(cap(pw.body)) <= r.ContentLength {
+		// Exactly, not by doubling; the extra byte lets the read see EOF.
+		pw.body = make([]byte, 0, r.ContentLength+1)
+	}
 	pw.body, err = readBody(pw.body[:0], r.Body, h.cfg.MaxBodyBytes)
 	if errors.Is(err, errTooLarge) {
 		return fail(http.StatusRequestEntityTooLarge, "body exceeds the limit of %d bytes", h.cfg.MaxBodyBytes)
@@ -193,12 +231,16 @@ func (h *writeHandler) serve(r *http.Request) writeResult {
 	if err != nil {
 		return fail(http.StatusBadRequest, "reading body: %v", err)
 	}
+	resv.shrink(int64(len(pw.body)))
 	n, err := snappy.DecodedLen(pw.body)
 	if err != nil {
 		return fail(http.StatusBadRequest, "body is not snappy block-compressed: %v", err)
 	}
 	if int64(n) > h.cfg.MaxDecodedBytes {
 		return fail(http.StatusRequestEntityTooLarge, "body claims %d bytes decompressed, more than the limit of %d bytes", n, h.cfg.MaxDecodedBytes)
+	}
+	if !resv.add(int64(n)) {
+		return fail(http.StatusTooManyRequests, overloaded, h.cfg.MaxBytesInFlight)
 	}
 	if cap(pw.decoded) < n {
 		pw.decoded = make([]byte, n)
@@ -208,83 +250,128 @@ func (h *writeHandler) serve(r *http.Request) writeResult {
 		return fail(http.StatusBadRequest, "body is not snappy block-compressed: %v", err)
 	}
 
+	var sh shape
+	if res.v2 {
+		sh = scanV2(pw.decoded)
+	} else {
+		sh = scanV1(pw.decoded)
+	}
+	mem := sh.memory(len(pw.decoded))
+	if total := resv.held + mem; total > h.cfg.MaxRequestMemory || total > h.cfg.MaxBytesInFlight {
+		return fail(http.StatusRequestEntityTooLarge, "request too large: it needs %d bytes (body %d, decompressed %d, %d series with %d labels and %d samples), more than the limit of %d bytes per request",
+			total, len(pw.body), n, sh.series, sh.labels, sh.samples, min(h.cfg.MaxRequestMemory, h.cfg.MaxBytesInFlight))
+	}
+	if !resv.add(mem) {
+		return fail(http.StatusTooManyRequests, overloaded, h.cfg.MaxBytesInFlight)
+	}
+
 	req := &pw.req
 	if res.v2 {
-		err = req.decodeV2(pw.decoded)
+		err = req.decodeV2Sized(pw.decoded, sh)
 	} else {
-		err = req.decodeV1(pw.decoded)
+		err = req.decodeV1Sized(pw.decoded, sh)
 	}
 	if err != nil {
 		return fail(http.StatusBadRequest, "decoding %s: %v", msg, err)
 	}
 	h.m.samplesReceived.Add(float64(req.numSamples()))
 
-	if bad := validateSeries(req.series, h.cfg.Limits); bad != nil {
-		h.reject(bad.reason, req)
+	if bad := req.validate(h.cfg.Limits); bad != nil {
+		h.reject(bad.Reason, req.numSamples(), req.numHistograms)
 		return fail(http.StatusBadRequest, "invalid request, none of its %d samples written: %v", req.numSamples(), bad)
 	}
-
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
-	defer cancel()
-	if len(req.samples) > 0 {
-		abandoned, err := h.callStore(ctx, func(ctx context.Context) error { return h.app.Write(ctx, req.series) })
-		if abandoned {
-			keep = false
-		}
-		if err != nil {
-			return h.storeFailed(res, req, err)
-		}
-		res.written = req.numSamples()
-		h.m.samplesWritten.Add(float64(res.written))
-	}
-	if len(req.metadata) > 0 {
-		abandoned, err := h.callStore(ctx, func(ctx context.Context) error { return h.app.WriteMetadata(ctx, req.metadata) })
-		if abandoned {
-			keep = false
-		}
-		if err != nil {
-			// The samples are stored; the sender retries the whole request,
-			// which is idempotent.
-			if errors.Is(err, store.ErrInvalidInput) {
-				return fail(http.StatusBadRequest, "samples written, metadata refused: %v", err)
-			}
-			return fail(http.StatusServiceUnavailable, "samples written, metadata not: %v", shortStoreError(err, h.cfg.Timeout))
-		}
-	}
-
-	if req.histograms > 0 || req.exemplars > 0 {
-		// The 2.0 specification: a receiver that does not store a kind of
-		// data must not answer 2xx, and answers 400 to invalid samples; the
-		// float samples are a partial write, reported in the headers.
-		h.m.samplesRejected.WithLabelValues(reasonHistogram).Add(float64(req.histograms))
-		return fail(http.StatusBadRequest, "%d float samples written; %d native histogram samples and %d exemplars not written: this receiver stores float samples only", res.written, req.histograms, req.exemplars)
-	}
-	res.code = http.StatusNoContent
+	res, storeRunning = h.write(r.Context(), res, req)
 	return res
 }
 
-// callStore runs a store call under ctx and returns by the deadline even if the
-// store does not honour it. abandoned reports that the call is still running
-// and may still read the request's buffers.
-func (h *writeHandler) callStore(ctx context.Context, call func(context.Context) error) (abandoned bool, err error) {
+func (h *writeHandler) putPooled(pw *pooledWrite) {
+	if cap(pw.body) > maxPooledBuffer {
+		pw.body = nil
+	}
+	if cap(pw.decoded) > maxPooledBuffer {
+		pw.decoded = nil
+	}
+	if cap(pw.req.samples) > maxPooledBuffer/16 || cap(pw.req.labels) > maxPooledBuffer/32 {
+		pw.req = writeRequest{intern: pw.req.intern}
+	}
+	pw.req.reset()
+	h.pool.Put(pw)
+}
+
+// write hands a validated request to the store: float samples, then
+// metadata. storeRunning is non-nil when a store call was abandoned at the
+// deadline and may still read the request.
+func (h *writeHandler) write(ctx context.Context, res writeResult, req *writeRequest) (_ writeResult, storeRunning <-chan error) {
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	defer cancel()
+	total := req.numSamples()
+	var refused *store.RefusedError
+	if series := req.floatSeries(); len(series) > 0 {
+		running, err := h.callStore(ctx, func(ctx context.Context) error { return h.app.Write(ctx, series) })
+		switch {
+		case errors.As(err, &refused):
+			// The other series are durable: a partial write, answered 400
+			// (a retry of the refused series cannot succeed).
+			h.reject(reasonUIDExhausted, refused.Samples, 0)
+		case err != nil:
+			return h.storeFailed(res, req, err), running
+		}
+		res.written = total
+		if refused != nil {
+			res.written = total - refused.Samples
+		}
+		h.m.samplesWritten.Add(float64(res.written))
+	}
+	if len(req.metadata) > 0 {
+		running, err := h.callStore(ctx, func(ctx context.Context) error { return h.app.WriteMetadata(ctx, req.metadata) })
+		if err != nil {
+			// Validated before: a failure here is the storage's. The
+			// sender retries the whole request, which is idempotent; the
+			// answer counts nothing as written, as it cannot tell.
+			res.written = 0
+			res.code, res.msg = http.StatusServiceUnavailable, fmt.Sprintf("metadata not written, retry: %v", shortStoreError(err, h.cfg.Timeout))
+			return res, running
+		}
+	}
+	switch {
+	case refused != nil:
+		res.code, res.msg = http.StatusBadRequest, fmt.Sprintf("%d of %d samples written; %v", res.written, total, refused)
+	case req.numHistograms > 0 || req.numExemplars > 0:
+		// The 2.0 specification: a receiver that does not store a kind of
+		// data must not answer 2xx, and answers 400 to invalid samples; the
+		// float samples are a partial write, reported in the headers.
+		h.m.samplesRejected.WithLabelValues(reasonHistogram).Add(float64(req.numHistograms))
+		res.code, res.msg = http.StatusBadRequest, fmt.Sprintf("%d float samples written; %d native histogram samples and %d exemplars not written: this receiver stores float samples only", res.written, req.numHistograms, req.numExemplars)
+	default:
+		res.code = http.StatusNoContent
+	}
+	return res, nil
+}
+
+// callStore runs a store call under ctx and returns by the deadline even if
+// the store does not honour it. running is nil when the call returned; else
+// it receives when the abandoned call does, until when it may still read
+// the request's buffers.
+func (h *writeHandler) callStore(ctx context.Context, call func(context.Context) error) (running <-chan error, err error) {
 	done := make(chan error, 1)
 	go func() { done <- call(ctx) }()
 	select {
 	case err := <-done:
-		return false, err
+		return nil, err
 	case <-ctx.Done():
-		return true, fmt.Errorf("storage did not acknowledge in time: %w", ctx.Err())
+		return done, fmt.Errorf("storage did not acknowledge in time: %w", ctx.Err())
 	}
 }
 
 func (h *writeHandler) storeFailed(res writeResult, req *writeRequest, err error) writeResult {
+	res.written = 0
 	if errors.Is(err, store.ErrInvalidInput) {
-		h.reject(reasonStoreInvalid, req)
+		h.reject(reasonStoreInvalid, req.numSamples(), req.numHistograms)
 		res.code, res.msg = http.StatusBadRequest, fmt.Sprintf("invalid request, none of its %d samples written: %v", req.numSamples(), err)
 		return res
 	}
-	h.reject(reasonStorage, req)
-	res.code, res.msg = http.StatusServiceUnavailable, fmt.Sprintf("none of %d samples written, retry: %v", req.numSamples(), shortStoreError(err, h.cfg.Timeout))
+	h.reject(reasonStorage, req.numSamples(), req.numHistograms)
+	res.code, res.msg = http.StatusServiceUnavailable, fmt.Sprintf("none of %d samples acknowledged, retry: %v", req.numSamples(), shortStoreError(err, h.cfg.Timeout))
 	return res
 }
 
@@ -295,10 +382,10 @@ func shortStoreError(err error, timeout time.Duration) string {
 	return "storage unavailable: " + err.Error()
 }
 
-func (h *writeHandler) reject(reason string, req *writeRequest) {
-	h.m.samplesRejected.WithLabelValues(reason).Add(float64(req.numSamples()))
-	if req.histograms > 0 {
-		h.m.samplesRejected.WithLabelValues(reasonHistogram).Add(float64(req.histograms))
+func (h *writeHandler) reject(reason string, samples, histograms int) {
+	h.m.samplesRejected.WithLabelValues(reason).Add(float64(samples))
+	if histograms > 0 {
+		h.m.samplesRejected.WithLabelValues(reasonHistogram).Add(float64(histograms))
 	}
 }
 

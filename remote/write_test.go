@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
@@ -87,9 +88,15 @@ func testWriteBadRequests(t *testing.T, st appendQuerier) {
 		{"1.0 body sent as 2.0", "", hdrV2, v1(), 400, "remote write 1.0 body sent with the 2.0 Content-Type"},
 		{"unsorted labels", "", hdrV1, v1(prompb.TimeSeries{Labels: lbls("job", "a", "__name__", "up"), Samples: oneSample()}), 400, `series 1 {"job"="a", "__name__"="up"}: labels not sorted`},
 		{"duplicate labels", "", hdrV1, v1(prompb.TimeSeries{Labels: lbls("__name__", "up", "a", "1", "a", "2"), Samples: oneSample()}), 400, `duplicate label name "a"`},
-		{"empty label name", "", hdrV1, v1(prompb.TimeSeries{Labels: lbls("", "x", "__name__", "up"), Samples: oneSample()}), 400, "empty name"},
-		{"empty label value", "", hdrV1, v1(prompb.TimeSeries{Labels: lbls("__name__", "up", "a", ""), Samples: oneSample()}), 400, `label "a" has an empty value`},
-		{"no labels", "", hdrV1, v1(prompb.TimeSeries{Samples: oneSample()}), 400, "series has no labels"},
+		{"empty label name", "", hdrV1, v1(prompb.TimeSeries{Labels: lbls("", "x", "__name__", "up"), Samples: oneSample()}), 400, "label with an empty name"},
+		{"no labels", "", hdrV1, v1(prompb.TimeSeries{Samples: oneSample()}), 400, "series has no __name__ label"},
+		{"no __name__", "", hdrV1, v1(prompb.TimeSeries{Labels: lbls("job", "a"), Samples: oneSample()}), 400, `series 1 {"job"="a"}: series has no __name__ label`},
+		{"empty __name__", "", hdrV1, v1(prompb.TimeSeries{Labels: lbls("__name__", "", "job", "a"), Samples: oneSample()}), 400, "series has no __name__ label (or an empty one)"},
+		{"no __name__ v2", "", hdrV2, v2raw(&writev2.Request{Symbols: []string{"", "job", "a"}, Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2}, Samples: []writev2.Sample{{Value: 1, Timestamp: 1}}}}}), 400, "series has no __name__ label"},
+		{"no samples v1", "", hdrV1, v1(prompb.TimeSeries{Labels: lbls("__name__", "up", "job", "b")}), 400, "series has no samples: at least one sample or histogram is required"},
+		{"no samples v2", "", hdrV2, v2raw(&writev2.Request{Symbols: []string{"", "__name__", "up"}, Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2}, Samples: []writev2.Sample{{Value: 1, Timestamp: 1}}}, {LabelsRefs: []uint32{1, 2}}}}), 400, "series 1 {\"__name__\"=\"up\"}: series has no samples"},
+		{"NUL label value", "", hdrV1, v1(prompb.TimeSeries{Labels: lbls("__name__", "up", "a", "\x00x"), Samples: oneSample()}), 400, "beginning with a NUL byte are reserved"},
+		{"invalid metadata v1", "", hdrV1, encodeV1(t, []prompb.TimeSeries{good}, []prompb.MetricMetadata{{Type: prompb.MetricMetadata_COUNTER, MetricFamilyName: "", Help: "no name"}}), 400, "metadata of metric family \"\": the name must be non-empty"},
 		{"invalid utf8 value", "", hdrV1, v1(prompb.TimeSeries{Labels: lbls("__name__", "up\xff"), Samples: oneSample()}), 400, "not valid UTF-8"},
 		{"invalid utf8 name", "", hdrV1, v1(prompb.TimeSeries{Labels: lbls("__name__", "up", "b\xc3", "x"), Samples: oneSample()}), 400, "not valid UTF-8"},
 		{"too many labels", "", hdrV1, v1(prompb.TimeSeries{Labels: manyLabels(40), Samples: oneSample()}), 400, "41 labels, more than the limit of 30"},
@@ -99,9 +106,10 @@ func testWriteBadRequests(t *testing.T, st appendQuerier) {
 		{"help ref out of range", "", hdrV2, v2raw(&writev2.Request{Symbols: []string{"", "__name__", "up"}, Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2}, Samples: []writev2.Sample{{Value: 1, Timestamp: 1}}, Metadata: writev2.Metadata{HelpRef: 50}}}}), 400, "metadata.help_ref"},
 		{"body too large", "", hdrV1, make([]byte, 70_000), 413, "exceeds the limit of 65536 bytes"},
 		{"billion-sample claim", "", hdrV1, hugeClaim, 413, "claims 1073741824 bytes decompressed"},
+		{"request memory", "", hdrV2, v2raw(wideV2(5000, 30)), 413, "more than the limit of 4194304 bytes per request"},
 	}
 	srv := newTestServer(t, st, WriteConfig{
-		MaxBodyBytes: 64 << 10, MaxDecodedBytes: 1 << 20,
+		MaxBodyBytes: 64 << 10, MaxDecodedBytes: 1 << 20, MaxRequestMemory: 4 << 20,
 		Limits: Limits{MaxLabels: 30, MaxLabelNameLength: 1024, MaxLabelValueLength: 2048},
 	}, ReadConfig{})
 	for _, tc := range cases {
@@ -136,6 +144,9 @@ func testWriteBadRequests(t *testing.T, st appendQuerier) {
 			}
 			if n := countSamples(t, st); n != 0 {
 				t.Fatalf("store holds %d samples after a refused request", n)
+			}
+			if f, ok := st.(*fakeStore); ok && f.writes != 0 {
+				t.Fatalf("the store was called (%d writes) for a refused request", f.writes)
 			}
 		})
 	}
@@ -213,7 +224,9 @@ func TestWriteMetadata(t *testing.T) {
 }
 
 // TestWriteStoreFailures: storage faults and timeouts answer 503 (retry),
-// with 0 written; the store's own invalid-input verdict answers 400.
+// with 0 written; the store's own invalid-input verdict answers 400. A
+// metadata failure after the samples were written is a 503 that counts 0
+// written too: the answer never counts more than the store said is durable.
 func TestWriteStoreFailures(t *testing.T) {
 	body := encodeV2(t, toV2(testSeries(2, 3, 1000)))
 	for _, tc := range []struct {
@@ -226,6 +239,7 @@ func TestWriteStoreFailures(t *testing.T) {
 		{"invalid per store", func(f *fakeStore) { f.failWith = fmt.Errorf("%w: metric UID space exhausted", store.ErrInvalidInput) }, 400, "metric UID space exhausted"},
 		{"store honours deadline", func(f *fakeStore) { f.block = true }, 503, "did not acknowledge within the write timeout of 200ms"},
 		{"store ignores deadline", func(f *fakeStore) { f.block, f.ignoreCtx = true, true }, 503, "did not acknowledge within the write timeout of 200ms"},
+		{"metadata fault", func(f *fakeStore) { f.failMetadata = errors.New("uid table region moving") }, 503, "storage unavailable: uid table region moving"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newFakeStore()
@@ -256,5 +270,97 @@ func TestWriteInvalidWritesNothing(t *testing.T) {
 	}
 	if st.numSamples() != 0 {
 		t.Fatalf("%d samples written", st.numSamples())
+	}
+}
+
+// wideV2 builds a 2.0 request of n series of k labels and one sample each.
+func wideV2(n, k int) *writev2.Request {
+	syms := []string{"", "__name__", "up", "v"}
+	refs := []uint32{1, 2}
+	for i := range k - 1 {
+		syms = append(syms, fmt.Sprintf("l%03d", i))
+		refs = append(refs, uint32(len(syms)-1), 3)
+	}
+	req := &writev2.Request{Symbols: syms}
+	for i := range n { // alike, so that snappy compresses them well
+		req.Timeseries = append(req.Timeseries, writev2.TimeSeries{LabelsRefs: refs, Samples: []writev2.Sample{{Value: 1, Timestamp: 1000 + int64(i%2)}}})
+	}
+	return req
+}
+
+// TestWriteEmptyLabelValue: one rule for the HTTP layer and the store, as in
+// Prometheus: a label with an empty value is accepted and means the label
+// is absent, so {__name__="up", a=""} and {__name__="up"} are one series.
+func TestWriteEmptyLabelValue(t *testing.T) {
+	for name, st := range map[string]appendQuerier{"fake": newFakeStore(), "pebble": openPebbleStore(t)} {
+		t.Run(name, func(t *testing.T) {
+			srv := newTestServer(t, st, WriteConfig{}, ReadConfig{})
+			series := []prompb.TimeSeries{
+				{Labels: lbls("__name__", "up", "a", "", "job", "x"), Samples: []prompb.Sample{{Timestamp: 1000, Value: 1}}},
+				{Labels: lbls("__name__", "up", "job", "x"), Samples: []prompb.Sample{{Timestamp: 2000, Value: 2}}},
+			}
+			if code, _, body := post(t, srv.URL+"/api/v1/write", hdrV1, encodeV1(t, series, nil)); code != 204 {
+				t.Fatalf("got %d %q", code, body)
+			}
+			ss := st.Select(context.Background(), store.Query{Start: 0, End: 10_000, Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "up")}})
+			defer ss.Close()
+			var got []string
+			for ss.Next() {
+				got = append(got, fmt.Sprint(ss.At().Labels, len(ss.At().Samples)))
+			}
+			if err := ss.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{`{__name__="up", job="x"} 2`}; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("series %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestWriteInvalidMetadataWritesNothing: metadata is validated with the
+// series, before anything is written (it used to be refused after the
+// samples were stored).
+func TestWriteInvalidMetadataWritesNothing(t *testing.T) {
+	for name, st := range map[string]appendQuerier{"fake": newFakeStore(), "pebble": openPebbleStore(t)} {
+		t.Run(name, func(t *testing.T) {
+			srv := newTestServer(t, st, WriteConfig{}, ReadConfig{})
+			body := encodeV1(t, testSeries(3, 2, 1000), []prompb.MetricMetadata{{Type: prompb.MetricMetadata_GAUGE, MetricFamilyName: "bad\xff"}})
+			code, _, got := post(t, srv.URL+"/api/v1/write", hdrV1, body)
+			if code != 400 || !strings.Contains(got, "none of its 6 samples written") || !strings.Contains(got, "metadata of metric family") {
+				t.Fatalf("got %d %q", code, got)
+			}
+			if n := countSamples(t, st); n != 0 {
+				t.Fatalf("%d samples written", n)
+			}
+		})
+	}
+}
+
+// TestWriteUIDExhausted: the store refuses the series that need a UID of an
+// exhausted space and writes the rest. The answer is 400 with the store's
+// message (a retry cannot succeed), the Written header counts what was
+// written, and the refused samples are counted as uid_exhausted.
+func TestWriteUIDExhausted(t *testing.T) {
+	st := newFakeStore()
+	st.refuse = func(l labels.Labels) bool {
+		return l.Get("instance") == "host-3:9100" || l.Get("instance") == "host-7:9100"
+	}
+	srv := newTestServer(t, st, WriteConfig{}, ReadConfig{})
+	code, hdr, body := post(t, srv.URL+"/api/v1/write", hdrV2, encodeV2(t, toV2(testSeries(10, 3, 1000))))
+	if code != 400 || !strings.Contains(body, "24 of 30 samples written") || !strings.Contains(body, "2 series (6 samples) refused") || !strings.Contains(body, "all 1-byte tagv UIDs are assigned") {
+		t.Fatalf("got %d %q", code, body)
+	}
+	if got := hdr.Get(headerSamplesWritten); got != "24" {
+		t.Fatalf("%s = %q, want 24", headerSamplesWritten, got)
+	}
+	if st.numSamples() != 24 {
+		t.Fatalf("store holds %d samples, want 24", st.numSamples())
+	}
+	if got := testutil.ToFloat64(srv.metrics().samplesRejected.WithLabelValues(reasonUIDExhausted)); got != 6 {
+		t.Fatalf("uid_exhausted rejections %v, want 6", got)
+	}
+	if got := testutil.ToFloat64(srv.metrics().samplesWritten); got != 24 {
+		t.Fatalf("written counter %v, want 24", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"github.com/prom-hbase/prom-hbase/uid"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -40,9 +41,9 @@ func randomFilterCase(rng *rand.Rand) filterCase {
 	special := []uint64{0x00, 0x0a, 0x0d, 0x2e, 0x5c, 0x85, 0xff, 0x0a0a, 0x2e2e}
 	uid := func(width int) uint64 {
 		if rng.IntN(2) == 0 {
-			return special[rng.IntN(len(special))] & maxUint(width)
+			return special[rng.IntN(len(special))] & uid.Max(width)
 		}
-		return uint64(rng.IntN(6)) & maxUint(width)
+		return uint64(rng.IntN(6)) & uid.Max(width)
 	}
 	c := filterCase{l: l, metric: uid(l.MetricWidth)}
 	keyMetric := c.metric

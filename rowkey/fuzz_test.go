@@ -2,6 +2,7 @@ package rowkey
 
 import (
 	"bytes"
+	"github.com/prom-hbase/prom-hbase/uid"
 	"testing"
 )
 
@@ -23,7 +24,7 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add(uint16(256), uint8(0), uint8(7), uint8(0), uint64(0), uint32(0), []byte{})
 	f.Fuzz(func(t *testing.T, salt uint16, mw, kw, vw uint8, metric uint64, hour uint32, tagBytes []byte) {
 		l := fuzzLayout(salt, mw, kw, vw)
-		metric &= maxUint(l.MetricWidth)
+		metric &= uid.Max(l.MetricWidth)
 		// Tags from the bytes: 16 bytes per pair, keys made distinct.
 		var tags []TagPair
 		seen := map[uint64]bool{}
@@ -38,10 +39,10 @@ func FuzzRoundTrip(f *testing.F) {
 				}
 			}
 			b = b[n:]
-			k &= maxUint(l.TagKWidth)
+			k &= uid.Max(l.TagKWidth)
 			if !seen[k] {
 				seen[k] = true
-				tags = append(tags, TagPair{K: k, V: v & maxUint(l.TagVWidth)})
+				tags = append(tags, TagPair{K: k, V: v & uid.Max(l.TagVWidth)})
 			}
 		}
 		SortTags(tags)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/prom-hbase/prom-hbase/uid"
 	"math/bits"
 	"slices"
 )
@@ -23,12 +24,12 @@ func (l Layout) AppendSeriesID(dst []byte, metric uint64, tags []TagPair) []byte
 	size := l.SeriesIDLen(len(tags))
 	dst = slices.Grow(dst, size)[:n+size]
 	b := dst[n:]
-	putUint(b[:l.MetricWidth], metric)
+	uid.Put(b[:l.MetricWidth], metric)
 	b = b[l.MetricWidth:]
 	kw, pw := l.TagKWidth, l.PairWidth()
 	for _, t := range tags {
-		putUint(b[:kw], t.K)
-		putUint(b[kw:pw], t.V)
+		uid.Put(b[:kw], t.K)
+		uid.Put(b[kw:pw], t.V)
 		b = b[pw:]
 	}
 	return dst
@@ -131,14 +132,14 @@ func (l Layout) Parse(rowKey []byte) (Key, error) {
 		}
 		b = b[1:]
 	}
-	k.Metric = getUint(b[:l.MetricWidth])
+	k.Metric = uid.Decode(b[:l.MetricWidth])
 	b = b[l.MetricWidth:]
-	k.BaseHour = uint32(getUint(b[:4]))
+	k.BaseHour = uint32(uid.Decode(b[:4]))
 	k.Tags = b[4:len(b):len(b)]
 	kw := l.TagKWidth
 	var prev uint64
 	for off := 0; off < len(k.Tags); off += pw {
-		tk := getUint(k.Tags[off : off+kw])
+		tk := uid.Decode(k.Tags[off : off+kw])
 		if off > 0 && tk <= prev {
 			return Key{}, fmt.Errorf("%w: tag keys not strictly ascending at pair %d", ErrMalformedKey, off/pw)
 		}
@@ -153,5 +154,5 @@ func (l Layout) TagCount(k Key) int { return len(k.Tags) / l.PairWidth() }
 // TagAt is the i-th tag pair of a parsed key, 0 <= i < TagCount(k).
 func (l Layout) TagAt(k Key, i int) TagPair {
 	p := k.Tags[i*l.PairWidth():]
-	return TagPair{K: getUint(p[:l.TagKWidth]), V: getUint(p[l.TagKWidth:l.PairWidth()])}
+	return TagPair{K: uid.Decode(p[:l.TagKWidth]), V: uid.Decode(p[l.TagKWidth:l.PairWidth()])}
 }

@@ -3,6 +3,7 @@ package rowkey
 import (
 	"bytes"
 	"errors"
+	"github.com/prom-hbase/prom-hbase/uid"
 	"math/rand/v2"
 	"testing"
 )
@@ -21,7 +22,7 @@ func randomLayout(rng *rand.Rand) Layout {
 }
 
 func randomUID(rng *rand.Rand, width int) uint64 {
-	return rng.Uint64() & maxUint(width)
+	return rng.Uint64() & uid.Max(width)
 }
 
 // randomSeries is a metric UID and n tags with distinct keys, sorted, all
@@ -43,6 +44,7 @@ func randomSeries(rng *rand.Rand, l Layout, n int) (uint64, []TagPair) {
 
 func TestRowKeyGolden(t *testing.T) {
 	l := DefaultLayout
+	l.SaltBuckets = 1 // no salt byte; the salted layout follows below
 	sid := l.AppendSeriesID(nil, 0x010203, []TagPair{{K: 5, V: 0x0a0b0c0d}, {K: 0x0f0000, V: 1}})
 	key := l.AppendRowKey(nil, sid, 3600)
 	want := []byte{
@@ -90,8 +92,8 @@ func TestWidths(t *testing.T) {
 	for w := 1; w <= 8; w++ {
 		for _, salt := range []int{0, 7} {
 			l := Layout{SaltBuckets: salt, MetricWidth: w, TagKWidth: w, TagVWidth: 9 - w}
-			max := maxUint(w)
-			tags := []TagPair{{K: 0, V: maxUint(9 - w)}, {K: max, V: 0}}
+			max := uid.Max(w)
+			tags := []TagPair{{K: 0, V: uid.Max(9 - w)}, {K: max, V: 0}}
 			checkRoundTrip(t, l, max, tags, ^uint32(0))
 			checkRoundTrip(t, l, 0, tags[:1], 0)
 			key := l.AppendRowKey(nil, l.AppendSeriesID(nil, max, tags), 0)

@@ -13,8 +13,9 @@
 package rowkey
 
 import (
-	"encoding/binary"
 	"fmt"
+
+	"github.com/prom-hbase/prom-hbase/uid"
 )
 
 // HourSeconds is the span of one row: a row holds one series for one hour.
@@ -36,8 +37,9 @@ type Layout struct {
 
 // DefaultLayout is the layout of DESIGN.md: 3-byte metric and tag key UIDs,
 // 4-byte tag value UIDs (3 bytes run out in Kubernetes fleets with pod churn),
-// no salt.
-var DefaultLayout = Layout{MetricWidth: 3, TagKWidth: 3, TagVWidth: 4}
+// and 16 salt buckets (one region per bucket from the start, so writes spread
+// over 16 regions at once).
+var DefaultLayout = Layout{SaltBuckets: 16, MetricWidth: 3, TagKWidth: 3, TagVWidth: 4}
 
 // Validate reports the first setting outside its range, by name.
 func (l Layout) Validate() error {
@@ -79,56 +81,32 @@ func (l Layout) PairWidth() int { return l.TagKWidth + l.TagVWidth }
 // metric UID and base hour.
 func (l Layout) HeaderWidth() int { return l.SaltWidth() + l.MetricWidth + 4 }
 
-// Kind is one of the three UID namespaces.
-type Kind uint8
-
-const (
-	KindMetric Kind = iota
-	KindTagK
-	KindTagV
-)
-
-// String is the kind's name as the UID table's qualifiers spell it (OpenTSDB's).
-func (k Kind) String() string {
-	switch k {
-	case KindMetric:
-		return "metrics"
-	case KindTagK:
-		return "tagk"
-	case KindTagV:
-		return "tagv"
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
-}
-
 // Width is the UID width of the kind in bytes (0 for an unknown kind).
-func (l Layout) Width(kind Kind) int {
+func (l Layout) Width(kind uid.Kind) int {
 	switch kind {
-	case KindMetric:
+	case uid.Metric:
 		return l.MetricWidth
-	case KindTagK:
+	case uid.TagK:
 		return l.TagKWidth
-	case KindTagV:
+	case uid.TagV:
 		return l.TagVWidth
 	}
 	return 0
 }
 
 // MaxUID is the largest UID of the kind that fits its width.
-func (l Layout) MaxUID(kind Kind) uint64 {
-	return maxUint(l.Width(kind))
-}
+func (l Layout) MaxUID(kind uid.Kind) uint64 { return uid.Max(l.Width(kind)) }
 
 // CheckUID reports whether uid fits the width of its kind. The builders
 // (AppendSeriesID) do not check, for speed: whoever hands out UIDs checks
 // them once, at assignment, with this.
-func (l Layout) CheckUID(kind Kind, uid uint64) error {
+func (l Layout) CheckUID(kind uid.Kind, v uint64) error {
 	w := l.Width(kind)
 	if w == 0 {
 		return fmt.Errorf("unknown UID kind %d", uint8(kind))
 	}
-	if uid > maxUint(w) {
-		return fmt.Errorf("%s UID %d does not fit in %d bytes", kind, uid, w)
+	if v > uid.Max(w) {
+		return fmt.Errorf("%s UID %d does not fit in %d bytes", kind, v, w)
 	}
 	return nil
 }
@@ -137,14 +115,14 @@ func (l Layout) CheckUID(kind Kind, uid uint64) error {
 // width and the tag keys are strictly ascending (sorted, no duplicates), as
 // AppendSeriesID requires.
 func (l Layout) CheckSeries(metric uint64, tags []TagPair) error {
-	if err := l.CheckUID(KindMetric, metric); err != nil {
+	if err := l.CheckUID(uid.Metric, metric); err != nil {
 		return err
 	}
 	for i, t := range tags {
-		if err := l.CheckUID(KindTagK, t.K); err != nil {
+		if err := l.CheckUID(uid.TagK, t.K); err != nil {
 			return err
 		}
-		if err := l.CheckUID(KindTagV, t.V); err != nil {
+		if err := l.CheckUID(uid.TagV, t.V); err != nil {
 			return err
 		}
 		if i > 0 && tags[i-1].K >= t.K {
@@ -152,38 +130,4 @@ func (l Layout) CheckSeries(metric uint64, tags []TagPair) error {
 		}
 	}
 	return nil
-}
-
-func maxUint(width int) uint64 {
-	if width >= 8 {
-		return ^uint64(0)
-	}
-	if width <= 0 {
-		return 0
-	}
-	return 1<<(8*uint(width)) - 1
-}
-
-// appendUint appends the width (1..8) low bytes of v, big-endian.
-func appendUint(dst []byte, v uint64, width int) []byte {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], v)
-	return append(dst, b[8-width:]...)
-}
-
-// putUint writes the len(b) <= 8 low bytes of v into b, big-endian.
-func putUint(b []byte, v uint64) {
-	for i := len(b) - 1; i >= 0; i-- {
-		b[i] = byte(v)
-		v >>= 8
-	}
-}
-
-// getUint reads a big-endian unsigned integer of len(b) <= 8 bytes.
-func getUint(b []byte) uint64 {
-	var v uint64
-	for _, c := range b {
-		v = v<<8 | uint64(c)
-	}
-	return v
 }

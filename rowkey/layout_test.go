@@ -1,6 +1,7 @@
 package rowkey
 
 import (
+	"github.com/prom-hbase/prom-hbase/uid"
 	"strings"
 	"testing"
 )
@@ -54,7 +55,7 @@ func TestCheckUID(t *testing.T) {
 		if w == 8 {
 			max = ^uint64(0)
 		}
-		for _, kind := range []Kind{KindMetric, KindTagK, KindTagV} {
+		for _, kind := range []uid.Kind{uid.Metric, uid.TagK, uid.TagV} {
 			if got := l.MaxUID(kind); got != max {
 				t.Errorf("width %d %s: MaxUID %d, want %d", w, kind, got, max)
 			}
@@ -71,7 +72,7 @@ func TestCheckUID(t *testing.T) {
 			}
 		}
 	}
-	if err := DefaultLayout.CheckUID(Kind(7), 1); err == nil {
+	if err := DefaultLayout.CheckUID(uid.Kind(7), 1); err == nil {
 		t.Error("unknown kind accepted")
 	}
 }

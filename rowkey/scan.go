@@ -1,5 +1,7 @@
 package rowkey
 
+import "github.com/prom-hbase/prom-hbase/uid"
+
 // Range is a key range of a scan: Start inclusive, Stop exclusive; a nil Stop
 // means the end of the table.
 type Range struct{ Start, Stop []byte }
@@ -40,7 +42,7 @@ func (l Layout) appendPrefix(dst []byte, salt byte, metric uint64, hour uint32) 
 	if l.SaltWidth() == 1 {
 		dst = append(dst, salt)
 	}
-	dst = appendUint(dst, metric, l.MetricWidth)
+	dst = uid.Append(dst, metric, l.MetricWidth)
 	return append(dst, byte(hour>>24), byte(hour>>16), byte(hour>>8), byte(hour))
 }
 

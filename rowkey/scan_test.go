@@ -2,6 +2,7 @@ package rowkey
 
 import (
 	"bytes"
+	"github.com/prom-hbase/prom-hbase/uid"
 	"math/rand/v2"
 	"testing"
 )
@@ -14,7 +15,7 @@ func TestScanRanges(t *testing.T) {
 		var start, end uint32
 		switch rng.IntN(4) {
 		case 0: // the very end of the key space: carries into metric and salt
-			metric = maxUint(l.MetricWidth)
+			metric = uid.Max(l.MetricWidth)
 			start, end = ^uint32(0)-2*HourSeconds, ^uint32(0)
 		case 1:
 			metric = 0

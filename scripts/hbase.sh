@@ -13,10 +13,39 @@
 # Everything lives under $HBASE_RUN_DIR (default: .hbase/ in the repository):
 # conf/, data/, logs/, hbase.pid and hbase.env. Jars are resolved from Maven
 # Central once into $PROMHBASE_CACHE (default ~/.cache/prom-hbase).
+#
+# Cluster mode, for fault tests: ZooKeeper, one HMaster and two HRegionServers,
+# each its own JVM on 127.0.0.1, sharing one root directory on the local file
+# system (HBase's distributed mode; why each setting, in cluster_config). Its
+# run directory defaults to .hbase-cluster/, so it never touches the
+# standalone HBase; under it: conf/<process>/, data/, logs/<process>.log,
+# <process>.pid, ports and hbase.env. Which server holds which region: ask
+# the Go client (hbase.Client.Regions), as the fault tests do.
+#
+#   scripts/hbase.sh cluster-start     fresh config and data, start all five
+#                                      processes, wait until a client call works
+#   scripts/hbase.sh cluster-stop      shut the cluster down (master first, then
+#                                      stragglers, then ZooKeeper)
+#   scripts/hbase.sh cluster-status    one line per process: running, stopped
+#                                      (SIGSTOP) or gone
+#   scripts/hbase.sh cluster-env       PROMHBASE_TEST_ZK=... and
+#                                      PROMHBASE_TEST_CLUSTER_DIR=... lines
+#   scripts/hbase.sh rs-addr N         host:port of region server N (1 or 2)
+#   scripts/hbase.sh rs-pid N          its pid, if it runs
+#   scripts/hbase.sh rs-stop N         freeze it (SIGSTOP): it keeps its TCP
+#                                      sockets and answers nothing
+#   scripts/hbase.sh rs-cont N         unfreeze it (SIGCONT)
+#   scripts/hbase.sh rs-kill N         kill it (SIGKILL)
+#   scripts/hbase.sh rs-start N        start it again (after a kill, or after it
+#                                      exited on its own when resumed too late);
+#                                      it gets regions only when moved to it
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-run=${HBASE_RUN_DIR:-$repo/.hbase}
+case "${1:-}" in
+  cluster-*|rs-*) run=${HBASE_RUN_DIR:-$repo/.hbase-cluster} ;;
+  *) run=${HBASE_RUN_DIR:-$repo/.hbase} ;;
+esac
 cache=${PROMHBASE_CACHE:-$HOME/.cache/prom-hbase}
 version=2.6.4-hadoop3
 start_timeout=${HBASE_START_TIMEOUT:-240}
@@ -147,6 +176,11 @@ write_config() {
   <property><name>hbase.regionserver.hostname</name><value>127.0.0.1</value></property>
   <property><name>hbase.unsafe.stream.capability.enforce</name><value>false</value></property>
   <property><name>hbase.wal.provider</name><value>filesystem</value></property>
+  <!-- Hadoop's default file:// is the checksummed file system, whose
+       hflush stops in the JVM's buffers: a WAL edit HBase acknowledged can be
+       lost when the process dies. The raw one hands it to the OS (seen on
+       this machine: 36 acknowledged rows lost before, none after). -->
+  <property><name>fs.file.impl</name><value>org.apache.hadoop.fs.RawLocalFileSystem</value></property>
   <property><name>hbase.balancer.period</name><value>3600000</value></property>
   <property><name>hbase.master.wait.on.regionservers.mintostart</name><value>1</value></property>
 </configuration>
@@ -228,12 +262,267 @@ do_status() {
   fi
 }
 
+# ---- cluster mode -------------------------------------------------------
+
+cluster_procs=(zk master rs1 rs2)
+
+# proc_pid prints the pid of a cluster process that is alive (running or
+# frozen); it fails when there is none.
+proc_pid() {
+  local f=$run/$1.pid pid
+  [[ -f $f ]] || return 1
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "$run/conf/$1"; then
+    echo "$pid"
+    return 0
+  fi
+  return 1
+}
+
+# cluster_config writes one conf dir per process. Why each setting:
+# - distributed mode on a local file system, every process sharing the root
+#   directory: a region server's WAL is readable by whoever replays it;
+#   the local file system has no hflush/hsync, hence the unsafe flag;
+# - zookeeper.session.timeout 15 s: a lost server is declared dead in
+#   12-16 s, the window the fault tests measure;
+# - hbase.rpc.timeout 10 s on the master: a frozen server accepts TCP and
+#   answers nothing, and the master's own calls to it (meta updates when it
+#   held hbase:meta) would otherwise stall for the default 60 s;
+# - a balancer period of an hour: the tests decide where regions go;
+# - mintostart 1: the master starts (and restarts) with one server alive;
+# - the raw local file system, not Hadoop's default checksummed one: the
+#   checksummed stream has no hflush, so what a WAL sync wrote can still be
+#   in its buffers in the JVM. A write acknowledged to a client was then
+#   not in the file when its server froze, and the WAL split lost it (36
+#   acknowledged rows in one trial). The raw stream's hflush reaches the OS.
+cluster_config() {
+  local zk=$1 master=$2 rs1=$3 rs2=$4 p port
+  mkdir -p "$run/data/zk" "$run/logs"
+  for p in master rs1 rs2; do
+    port=$rs1
+    [[ $p == rs2 ]] && port=$rs2
+    mkdir -p "$run/conf/$p" "$run/data/tmp-$p"
+    cat > "$run/conf/$p/hbase-site.xml" <<XML
+<?xml version="1.0"?>
+<configuration>
+  <property><name>hbase.cluster.distributed</name><value>true</value></property>
+  <property><name>hbase.rootdir</name><value>file://$run/data/hbase</value></property>
+  <property><name>hbase.tmp.dir</name><value>$run/data/tmp-$p</value></property>
+  <property><name>hbase.fs.tmp.dir</name><value>$run/data/hbase-staging</value></property>
+  <property><name>hbase.unsafe.stream.capability.enforce</name><value>false</value></property>
+  <property><name>hbase.wal.provider</name><value>filesystem</value></property>
+  <property><name>fs.file.impl</name><value>org.apache.hadoop.fs.RawLocalFileSystem</value></property>
+  <property><name>hbase.zookeeper.quorum</name><value>127.0.0.1</value></property>
+  <property><name>hbase.zookeeper.property.clientPort</name><value>$zk</value></property>
+  <property><name>zookeeper.session.timeout</name><value>15000</value></property>
+  <property><name>hbase.master.port</name><value>$master</value></property>
+  <property><name>hbase.regionserver.port</name><value>$port</value></property>
+  <property><name>hbase.master.info.port</name><value>-1</value></property>
+  <property><name>hbase.regionserver.info.port</name><value>-1</value></property>
+  <property><name>hbase.master.hostname</name><value>127.0.0.1</value></property>
+  <property><name>hbase.unsafe.regionserver.hostname</name><value>127.0.0.1</value></property>
+  <property><name>hbase.balancer.period</name><value>3600000</value></property>
+  <property><name>hbase.master.wait.on.regionservers.mintostart</name><value>1</value></property>
+$([[ $p == master ]] && echo '  <property><name>hbase.rpc.timeout</name><value>10000</value></property>')
+</configuration>
+XML
+    cat > "$run/conf/$p/log4j.properties" <<PROPS
+log4j.rootLogger=INFO,FILE
+log4j.appender.FILE=org.apache.log4j.FileAppender
+log4j.appender.FILE.File=$run/logs/$p.log
+log4j.appender.FILE.Append=true
+log4j.appender.FILE.layout=org.apache.log4j.PatternLayout
+log4j.appender.FILE.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{2}: %m%n
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.org.apache.hadoop=WARN
+log4j.logger.org.apache.hadoop.hbase=INFO
+PROPS
+  done
+  mkdir -p "$run/conf/zk"
+  cat > "$run/conf/zk/zoo.cfg" <<CFG
+tickTime=2000
+dataDir=$run/data/zk
+clientPort=$zk
+clientPortAddress=127.0.0.1
+maxClientCnxns=1000
+admin.enableServer=false
+CFG
+  cp "$run/conf/master/log4j.properties" "$run/conf/zk/log4j.properties"
+  sed -i "s|$run/logs/master.log|$run/logs/zk.log|" "$run/conf/zk/log4j.properties"
+}
+
+# launch starts one cluster process in its own session, its conf dir first on
+# the class path (which is also how proc_pid recognises it).
+launch() {
+  local p=$1 heap=$2 dir=$cache/hbase-$version
+  shift 2
+  local cp="$run/conf/$p:$(cat "$dir/classpath.txt")"
+  (
+    cd "$run"
+    exec setsid java -Xms256m -Xmx"$heap" "${jvm_flags[@]}" \
+      -Dlog4j.configuration="file:$run/conf/$p/log4j.properties" \
+      -Dhbase.log.dir="$run/logs" -Djava.io.tmpdir="$run/data/tmp-$p" \
+      -cp "$cp" "$@" > "$run/logs/$p.stdout.log" 2>&1 < /dev/null
+  ) &
+  echo $! > "$run/$p.pid"
+}
+
+launch_rs() {
+  mkdir -p "$run/data/tmp-rs$1"
+  launch "rs$1" 1g org.apache.hadoop.hbase.regionserver.HRegionServer start
+}
+
+# registered reports whether the master has registered region server N
+# since the server's current process started.
+registered() {
+  local port pid
+  port=$(rs_port "$1")
+  pid=$(proc_pid "rs$1") || return 1
+  [[ $(grep -c "Registering regionserver=127.0.0.1,$port," "$run/logs/master.log" 2>/dev/null) -ge ${2:-1} ]] &&
+    ! port_free "$port" && kill -0 "$pid"
+}
+
+rs_port() {
+  local zk master rs1 rs2
+  read -r zk master rs1 rs2 < "$run/ports"
+  if [[ $1 == 1 ]]; then echo "$rs1"; elif [[ $1 == 2 ]]; then echo "$rs2"; else
+    log "no region server $1 (1 or 2)"; return 1; fi
+}
+
+rs_addr() { echo "127.0.0.1:$(rs_port "$1")"; }
+
+# wait_until runs a command every 2 s until it succeeds, failing after the
+# start timeout with the last lines of the cluster's logs.
+wait_until() {
+  local what=$1 deadline=$((SECONDS + start_timeout))
+  shift
+  until "$@"; do
+    if ((SECONDS > deadline)); then
+      log "$what not ready after ${start_timeout}s; last log lines:"
+      tail -n 30 "$run"/logs/*.log >&2 || true
+      return 1
+    fi
+    sleep 2
+  done
+}
+
+probe_cluster() {
+  local zk dir=$cache/hbase-$version
+  read -r zk _ < "$run/ports"
+  registered 1 && registered 2 &&
+    java -cp "$dir/probe:$run/conf/master:$(cat "$dir/classpath.txt")" \
+      -Dlog4j.configuration="file:$run/conf/master/log4j.properties" \
+      Probe "127.0.0.1:$zk" >> "$run/logs/probe.log" 2>&1
+}
+
+cluster_start() {
+  if proc_pid master >/dev/null || proc_pid zk >/dev/null; then
+    log "an earlier cluster in $run is still running; stopping it first"
+    cluster_stop
+  fi
+  classpath
+  rm -rf "$run/data" "$run/logs" "$run/conf" "$run/ports" "$run/hbase.env"
+  mkdir -p "$run/logs"
+  local zk master rs1 rs2
+  picked=""
+  zk=$(pick_port); master=$(pick_port); rs1=$(pick_port); rs2=$(pick_port)
+  echo "$zk $master $rs1 $rs2" > "$run/ports"
+  cluster_config "$zk" "$master" "$rs1" "$rs2"
+  log "starting a cluster: zookeeper 127.0.0.1:$zk, master :$master, region servers :$rs1 :$rs2; logs in $run/logs"
+  launch zk 256m org.apache.zookeeper.server.ZooKeeperServerMain "$run/conf/zk/zoo.cfg"
+  wait_until zookeeper eval '! port_free '"$zk" || { cluster_stop; return 1; }
+  launch master 512m org.apache.hadoop.hbase.master.HMaster start
+  launch_rs 1
+  launch_rs 2
+  wait_until "the cluster" probe_cluster || { cluster_stop; return 1; }
+  printf 'PROMHBASE_TEST_ZK=127.0.0.1:%s\nPROMHBASE_TEST_CLUSTER_DIR=%s\n' "$zk" "$run" > "$run/hbase.env"
+  log "cluster is up after ${SECONDS}s (PROMHBASE_TEST_ZK=127.0.0.1:$zk)"
+}
+
+# rs_start starts region server N again on its port, after it was killed or
+# exited; it waits until the master has registered it.
+rs_start() {
+  local n=$1 before
+  if proc_pid "rs$n" >/dev/null; then
+    log "region server $n is running"
+    return 1
+  fi
+  before=$(grep -c "Registering regionserver=127.0.0.1,$(rs_port "$n")," "$run/logs/master.log" || true)
+  launch_rs "$n"
+  wait_until "region server $n" registered "$n" $((before + 1))
+  log "region server $n is up at $(rs_addr "$n")"
+}
+
+rs_signal() {
+  local pid
+  pid=$(proc_pid "rs$1") || { log "region server $1 is not running"; return 1; }
+  kill -"$2" "$pid"
+  log "sent SIG$2 to region server $1 (pid $pid, $(rs_addr "$1"))"
+}
+
+# stop_proc ends one process: SIGCONT first (a frozen process handles no
+# SIGTERM), then SIGTERM, then SIGKILL after 30 s.
+stop_proc() {
+  local pid
+  pid=$(proc_pid "$1") || { rm -f "$run/$1.pid"; return 0; }
+  kill -CONT "$pid" 2>/dev/null || true
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 60); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "$1 still running after 30s; killing"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$run/$1.pid"
+}
+
+cluster_stop() {
+  # Region servers first (both at once), then the master, then ZooKeeper,
+  # which every other process needs to stop cleanly.
+  log "stopping the cluster in $run"
+  stop_proc rs1 &
+  stop_proc rs2 &
+  wait
+  stop_proc master
+  stop_proc zk
+  rm -f "$run/hbase.env"
+}
+
+cluster_status() {
+  local p pid state
+  for p in "${cluster_procs[@]}"; do
+    if pid=$(proc_pid "$p"); then
+      state=$(awk '{print $3}' "/proc/$pid/stat")
+      [[ $state == T ]] && state="frozen (SIGSTOP)" || state=running
+      echo "$p: $state, pid $pid"
+    else
+      echo "$p: not running"
+    fi
+  done
+  [[ -f $run/hbase.env ]] && cat "$run/hbase.env"
+  proc_pid master >/dev/null
+}
+
+cluster_env() { proc_pid master >/dev/null && cat "$run/hbase.env"; }
+
 case "${1:-}" in
+  cluster-start) cluster_start ;;
+  cluster-stop) cluster_stop ;;
+  cluster-status) cluster_status ;;
+  cluster-env) cluster_env ;;
+  rs-addr) rs_addr "${2:?region server number}" ;;
+  rs-pid) proc_pid "rs${2:?region server number}" ;;
+  rs-stop) rs_signal "${2:?region server number}" STOP ;;
+  rs-cont) rs_signal "${2:?region server number}" CONT ;;
+  rs-kill) rs_signal "${2:?region server number}" KILL ;;
+  rs-start) rs_start "${2:?region server number}" ;;
   start) do_start fresh ;;
   resume) do_start resume ;;
   stop) do_stop ;;
   status) do_status ;;
   env) running_pid >/dev/null && cat "$run/hbase.env" ;;
   classpath) classpath && cat "$cache/hbase-$version/classpath.txt" ;;
-  *) echo "usage: $0 start|stop|resume|status|env|classpath" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|resume|status|env|classpath|cluster-start|cluster-stop|cluster-status|cluster-env|rs-addr|rs-pid|rs-stop|rs-cont|rs-kill|rs-start N" >&2; exit 2 ;;
 esac

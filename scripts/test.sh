@@ -10,6 +10,15 @@ export HBASE_RUN_DIR=${HBASE_RUN_DIR:-$PWD/.hbase}
 echo "== static checks"
 scripts/lint.sh
 
+echo "== docker-compose, to check the compose files (deploy tests)"
+if ! command -v docker-compose >/dev/null 2>&1; then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null
+  else
+    echo "docker-compose is missing and cannot be installed here: the compose-file check will fail under CI=true" >&2
+  fi
+fi
+
 echo "== Prometheus for the end-to-end suite"
 PROMHBASE_PROMETHEUS=$(scripts/prometheus.sh)
 export PROMHBASE_PROMETHEUS

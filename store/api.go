@@ -1,7 +1,7 @@
 // Package store is the time-series store: the write path (series -> UIDs ->
 // row keys and cells -> one batched put), the read planner (matchers -> scans
-// of row keys -> multi-gets of hour rows -> series in label order) and, later,
-// the compactor.
+// of row keys -> multi-gets of hour rows -> series in label order) and the
+// compactor (closed hours -> XOR chunk cells).
 //
 // It owns the mapping between Prometheus's data model and the table layout of
 // DESIGN.md sections 2 to 4. Beside what labels2uid keeps in the UID table, the
@@ -11,8 +11,9 @@
 // metric metadata (row = metric family name, qualifiers type, unit, help).
 //
 // Labels with an empty value are dropped on write, as Prometheus treats them
-// as absent; a series without __name__ has metric UID 0, the empty name. It must not know HTTP, the remote-read or
-// remote-write wire formats, nor which backend holds the tables.
+// as absent; series without __name__ are refused (package seriesrules). It
+// must not know HTTP, the remote-read or remote-write wire formats, nor which
+// backend holds the tables.
 package store
 
 import (
@@ -20,6 +21,7 @@ import (
 	"errors"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/prom-hbase/prom-hbase/cellcodec"
 )
@@ -79,6 +81,44 @@ type Appender interface {
 
 type Querier interface {
 	Select(ctx context.Context, q Query) SeriesSet
+}
+
+// ChunkQuerier is what a streamed remote read needs: series as Prometheus
+// chunks. *Store implements it; a Querier without it has its samples encoded
+// by the caller.
+type ChunkQuerier interface {
+	SelectChunks(ctx context.Context, q Query) ChunkSeriesSet
+}
+
+// Chunk is one chunk of a ChunkSeries: Data is a Prometheus chunk as
+// tsdb/chunkenc writes it (header included), holding Samples samples from
+// MinTime to MaxTime (milliseconds, inclusive).
+type Chunk struct {
+	MinTime, MaxTime int64
+	Encoding         chunkenc.Encoding
+	Samples          int
+	Data             []byte
+}
+
+// ChunkSeries is one series of a chunked read: its labels and chunks in time
+// order, not overlapping, holding exactly the series' samples in the query's
+// range. A stored chunk that lies wholly in the range and that no later raw
+// sample overlaps is passed through byte for byte; samples at the range's
+// edges and raw samples are cut into new chunks of at most 120 samples, as
+// Prometheus's head cuts them.
+type ChunkSeries struct {
+	Labels labels.Labels
+	Chunks []Chunk
+}
+
+// ChunkSeriesSet iterates over chunk series in label order, as SeriesSet does
+// over sample series; the ChunkSeries returned by At (its chunks' bytes
+// included) is valid only until the next call to Next.
+type ChunkSeriesSet interface {
+	Next() bool
+	At() ChunkSeries
+	Err() error
+	Close()
 }
 
 // SeriesIn is one series of a write: labels as received (the store validates

@@ -32,6 +32,21 @@ func (d discardDB) CreateTable(ctx context.Context, spec table.TableSpec) error 
 	return d.DB.CreateTable(ctx, spec)
 }
 
+// Describe answers for the data table what a real one would hold.
+func (d discardDB) Describe(ctx context.Context, name string) (table.TableSpec, error) {
+	if strings.HasSuffix(name, DataTableSuffix) {
+		return table.TableSpec{Name: name, Families: []table.FamilySpec{{Name: FamilyData}}}, nil
+	}
+	return d.DB.Describe(ctx, name)
+}
+
+func (d discardDB) AlterFamily(ctx context.Context, name string, fam table.FamilySpec) error {
+	if strings.HasSuffix(name, DataTableSuffix) {
+		return nil
+	}
+	return d.DB.AlterFamily(ctx, name, fam)
+}
+
 type discardTable struct{}
 
 var errDiscard = errors.New("discard table: write-only benchmark harness")
@@ -48,6 +63,10 @@ func (discardTable) Increment(context.Context, []byte, string, []byte, int64) (i
 func (discardTable) CheckAndPut(context.Context, []byte, string, []byte, []byte, []table.Cell) (bool, error) {
 	return false, errDiscard
 }
+func (discardTable) CheckAndPutBatch(context.Context, []table.CondPut) ([]bool, error) {
+	return nil, errDiscard
+}
+func (discardTable) DeleteVersions(context.Context, []table.Cell) error { return nil }
 
 // benchBatch is a remote-write-like batch: nSeries series of a node-exporter
 // shape with perSeries samples each, 15 s apart.

@@ -39,11 +39,15 @@ var (
 	}
 )
 
+// randSeries draws a series; the write path refuses series without a
+// metric name, so every series has one.
 func randSeries(rng *rand.Rand) []labels.Label {
 	var ls []labels.Label
-	if m := propMetric[rng.IntN(len(propMetric))]; m != "" || rng.IntN(2) == 0 {
-		ls = append(ls, labels.Label{Name: model.MetricNameLabel, Value: m})
+	m := propMetric[rng.IntN(len(propMetric))]
+	for m == "" {
+		m = propMetric[rng.IntN(len(propMetric))]
 	}
+	ls = append(ls, labels.Label{Name: model.MetricNameLabel, Value: m})
 	for _, n := range propNames {
 		if rng.IntN(3) == 0 {
 			ls = append(ls, labels.Label{Name: n, Value: propValues[rng.IntN(len(propValues))]})
@@ -129,7 +133,10 @@ func testProperty(t *testing.T, db table.DB, prefix string, queries int) {
 		series = append(series, r)
 	}
 	// Several batches: later ones overwrite earlier samples at the same time.
-	for range 4 {
+	// Between them, random series-hours are compacted (as the compactor
+	// does, directly), so that later batches land as late raw samples beside
+	// chunks.
+	for round := range 4 {
 		var batch []SeriesIn
 		for _, r := range series {
 			if rng.IntN(3) == 0 {
@@ -150,10 +157,15 @@ func testProperty(t *testing.T, db table.DB, prefix string, queries int) {
 				smps = append(smps, Sample{T: ts, V: math.Float64frombits(v)})
 				r.samples[ts] = v
 			}
-			batch = append(batch, SeriesIn{Labels: r.in, Samples: smps})
+			if len(smps) > 0 { // the write path refuses series without samples
+				batch = append(batch, SeriesIn{Labels: r.in, Samples: smps})
+			}
 		}
 		if err := s.Write(ctx, batch); err != nil {
 			t.Fatal(err)
+		}
+		if round < 3 {
+			compactRandomHours(t, rng, s, series)
 		}
 	}
 
@@ -167,6 +179,9 @@ func testProperty(t *testing.T, db table.DB, prefix string, queries int) {
 		seriesOnly := rng.IntN(5) == 0
 		q := Query{Start: start, End: end, Matchers: ms, SeriesOnly: seriesOnly}
 		want := reference(series, q)
+		if got := collectChunksString(t, s.SelectChunks(ctx, q), seriesOnly); got != want {
+			t.Fatalf("chunks of query %v [%d, %d] series-only %v:\ngot\n%s\nwant\n%s", ms, start, end, seriesOnly, got, want)
+		}
 		got := collect(t, s.Select(ctx, q))
 		if got != want {
 			t.Fatalf("query %v [%d, %d] series-only %v:\ngot\n%s\nwant\n%s", ms, start, end, seriesOnly, got, want)
@@ -224,6 +239,36 @@ func reference(series []*refSeries, q Query) string {
 			fmt.Fprintf(&b, " %d:%x", t, o.r.samples[t])
 		}
 		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// compactRandomHours compacts about a third of the series-hours that hold
+// samples, from the reference (what the store holds).
+func compactRandomHours(t *testing.T, rng *rand.Rand, s *Store, series []*refSeries) {
+	for _, r := range series {
+		byHour := map[int64][]Sample{}
+		for ts, v := range r.samples {
+			byHour[ts/hour*hour] = append(byHour[ts/hour*hour], Sample{T: ts, V: math.Float64frombits(v)})
+		}
+		for _, smps := range byHour {
+			if rng.IntN(3) != 0 {
+				continue
+			}
+			slices.SortFunc(smps, compareSampleT)
+			compactHour(t, s, r.in, smps)
+		}
+	}
+}
+
+// collectChunksString is collect for a ChunkSeriesSet: the chunks decoded.
+func collectChunksString(t testing.TB, cs ChunkSeriesSet, seriesOnly bool) string {
+	var b strings.Builder
+	for _, o := range collectChunks(t, cs) {
+		if seriesOnly && len(o.chunks) > 0 {
+			t.Fatalf("series-only query returned chunks for %s", o.lset)
+		}
+		b.WriteString(o.lset + samplesString(o.samples) + "\n")
 	}
 	return b.String()
 }

@@ -106,6 +106,9 @@ type Store struct {
 	uids   *labels2uid.Resolver
 
 	writers sync.Pool // *writer
+
+	todo *todoList // the compactor's to-do marks (compact_todo.go)
+	read readState // the read path's caches (readstate.go)
 }
 
 var (
@@ -124,23 +127,19 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	}
 	s := &Store{cfg: cfg, layout: cfg.Layout, db: db}
 	var err error
-	s.uid, err = table.EnsureTable(ctx, db, table.TableSpec{
-		Name: cfg.TablePrefix + UIDTableSuffix,
-		Families: []table.FamilySpec{
-			{Name: labels2uid.FamilyID, BloomFilter: "ROW"},
-			{Name: labels2uid.FamilyName, BloomFilter: "ROW"},
-			{Name: FamilyMeta},
-		},
-	})
+	s.uid, err = ensureTable(ctx, db, uidTableSpec(cfg), cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("open UID table: %w", err)
 	}
 	if err := checkSchema(ctx, s.uid, schemaOf(cfg.Layout)); err != nil {
 		return nil, err
 	}
-	s.data, err = table.EnsureTable(ctx, db, dataTableSpec(cfg))
+	s.data, err = ensureTable(ctx, db, dataTableSpec(cfg), cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("open data table: %w", err)
+	}
+	if s.todo, err = openTodo(ctx, db, cfg); err != nil {
+		return nil, err
 	}
 	s.uids, err = labels2uid.New(ctx, s.uid, labels2uid.Config{
 		Widths:     labels2uid.Widths{cfg.Layout.MetricWidth, cfg.Layout.TagKWidth, cfg.Layout.TagVWidth},
@@ -151,27 +150,9 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.read.names = newNameCache(s.uid, s.uids.Widths())
 	s.writers.New = func() any { return new(writer) }
 	return s, nil
-}
-
-func dataTableSpec(cfg Config) table.TableSpec {
-	spec := table.TableSpec{
-		Name: cfg.TablePrefix + DataTableSuffix,
-		Families: []table.FamilySpec{{
-			Name:              FamilyData,
-			MaxVersions:       1,
-			TTL:               cfg.Retention,
-			BloomFilter:       "ROW",
-			DataBlockEncoding: "FAST_DIFF",
-		}},
-	}
-	// One region per salt bucket from the start: a bucket's rows all begin
-	// with its byte.
-	for b := 1; b < cfg.Layout.SaltBuckets; b++ {
-		spec.SplitKeys = append(spec.SplitKeys, []byte{byte(b)})
-	}
-	return spec
 }
 
 // Resolver is the store's label-string to UID mapping.

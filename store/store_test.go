@@ -115,7 +115,7 @@ func TestWriteSelect(t *testing.T) {
 		err := s.Write(ctx, []SeriesIn{
 			{Labels: lbls("__name__", "up", "job", "a", "zone", "eu"), Samples: []Sample{{T: base + 5, V: 1}, {T: base - 1, V: 2}, {T: base + hour, V: stale}}},
 			{Labels: lbls("__name__", "up", "job", "b"), Samples: []Sample{{T: base, V: 3}}},
-			{Labels: lbls("job", "nameless", "empty", ""), Samples: []Sample{{T: base, V: 4}}},
+			{Labels: lbls("__name__", "other", "job", "nameless", "empty", ""), Samples: []Sample{{T: base, V: 4}}},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -133,13 +133,13 @@ func TestWriteSelect(t *testing.T) {
 				"{__name__=\"up\", job=\"a\", zone=\"eu\"} 1699999200005:3ff0000000000000\n" +
 					"{__name__=\"up\", job=\"b\"} 1699999200000:4008000000000000\n"},
 			{[]*labels.Matcher{mustMatcher(t, labels.MatchEqual, "zone", "")}, base, base, false,
-				"{__name__=\"up\", job=\"b\"} 1699999200000:4008000000000000\n" +
-					"{job=\"nameless\"} 1699999200000:4010000000000000\n"},
+				"{__name__=\"other\", job=\"nameless\"} 1699999200000:4010000000000000\n" +
+					"{__name__=\"up\", job=\"b\"} 1699999200000:4008000000000000\n"},
 			{[]*labels.Matcher{mustMatcher(t, labels.MatchRegexp, "job", "a|nameless"), mustMatcher(t, labels.MatchNotEqual, "__name__", "")}, base - hour, base + 2*hour, true,
-				"{__name__=\"up\", job=\"a\", zone=\"eu\"}\n"},
+				"{__name__=\"other\", job=\"nameless\"}\n{__name__=\"up\", job=\"a\", zone=\"eu\"}\n"},
 			{[]*labels.Matcher{mustMatcher(t, labels.MatchEqual, "job", "unknown")}, base - hour, base + 2*hour, false, ""},
 			{[]*labels.Matcher{mustMatcher(t, labels.MatchNotRegexp, "job", "a|b")}, base - hour, base + 2*hour, false,
-				"{job=\"nameless\"} 1699999200000:4010000000000000\n"},
+				"{__name__=\"other\", job=\"nameless\"} 1699999200000:4010000000000000\n"},
 			{[]*labels.Matcher{mustMatcher(t, labels.MatchEqual, "__name__", "up")}, base + 6, base + hour - 1, false, ""},
 			{[]*labels.Matcher{mustMatcher(t, labels.MatchEqual, "__name__", "up")}, base + 6, base + hour - 1, true,
 				"{__name__=\"up\", job=\"a\", zone=\"eu\"}\n{__name__=\"up\", job=\"b\"}\n"},
@@ -163,7 +163,8 @@ func TestInvalidInput(t *testing.T) {
 		rule    string
 		inError string
 	}{
-		{[]labels.Label{{Name: "", Value: "x"}}, 1000, "empty label name", `"x"`},
+		{[]labels.Label{{Name: "", Value: "x"}}, 1000, "label with an empty name", `"x"`},
+		{lbls("a", "1"), 1000, "no __name__", `"a"="1"`},
 		{[]labels.Label{{Name: "b", Value: "1"}, {Name: "a", Value: "2"}}, 1000, "not sorted", `{"b"="1", "a"="2"}`},
 		{[]labels.Label{{Name: "a", Value: "1"}, {Name: "a", Value: "2"}}, 1000, "duplicate label name", `"a"="2"`},
 		{[]labels.Label{{Name: "a\xff", Value: "1"}}, 1000, "not valid UTF-8", `"a\xff"`},
@@ -171,8 +172,8 @@ func TestInvalidInput(t *testing.T) {
 		{[]labels.Label{{Name: "a", Value: "01234567890"}}, 1000, "more than the limit of 10", `"a"`},
 		{lbls("a", "1", "b", "2", "c", "3", "d", "4"), 1000, "4 labels, more than the limit of 3", `"d"="4"`},
 		{lbls("a", "\x00x"), 1000, "reserved", `"a"`},
-		{lbls("a", "1"), -1, "timestamp -1 outside", `"a"="1"`},
-		{lbls("a", "1"), 1 << 62, "outside", `"a"="1"`},
+		{lbls("__name__", "m", "a", "1"), -1, "timestamp -1 outside", `"a"="1"`},
+		{lbls("__name__", "m", "a", "1"), 1 << 62, "outside", `"a"="1"`},
 	} {
 		err := s.Write(ctx, []SeriesIn{good, {Labels: c.ls, Samples: []Sample{{T: c.t, V: 1}}}})
 		if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), c.rule) || !strings.Contains(err.Error(), c.inError) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -12,6 +11,7 @@ import (
 	"github.com/prom-hbase/prom-hbase/cellcodec"
 	"github.com/prom-hbase/prom-hbase/labels2uid"
 	"github.com/prom-hbase/prom-hbase/rowkey"
+	"github.com/prom-hbase/prom-hbase/seriesrules"
 	"github.com/prom-hbase/prom-hbase/table"
 )
 
@@ -26,12 +26,17 @@ type writer struct {
 	buf   []byte    // row keys, qualifiers and values of every cell
 	refs  []cellRef // the cells as offsets into buf, while buf grows
 	cells []table.Cell
+	// refused marks the series left without a UID (the kind's space is used
+	// up); nil when none is.
+	refused []bool
 }
 
 type fill struct {
-	pos  int
-	kind labels2uid.Kind
-	i    int
+	pos    int // in writer.uids
+	kind   labels2uid.Kind
+	i      int // in batch.Names[kind]
+	series int // in the batch written
+	label  int // in its labels
 }
 
 type cellRef struct {
@@ -42,6 +47,7 @@ type cellRef struct {
 func (w *writer) reset() {
 	w.uids = w.uids[:0]
 	w.fills = w.fills[:0]
+	w.refused = w.refused[:0]
 	w.batch.Reset()
 	w.buf = w.buf[:0]
 	w.refs = w.refs[:0]
@@ -66,12 +72,17 @@ func (s *Store) Write(ctx context.Context, batch []SeriesIn) error {
 	if err := s.resolve(ctx, w, batch); err != nil {
 		return err
 	}
+	refusedErr := s.refusedError(w, batch)
 	pos := 0
 	for i := range batch {
+		if w.refused != nil && w.refused[i] {
+			pos = skipUIDs(&batch[i], pos)
+			continue
+		}
 		pos = s.appendCells(w, &batch[i], pos)
 	}
 	if len(w.refs) == 0 {
-		return nil
+		return refusedErr
 	}
 	if cap(w.cells) < len(w.refs) {
 		w.cells = make([]table.Cell, len(w.refs))
@@ -87,10 +98,14 @@ func (s *Store) Write(ctx context.Context, batch []SeriesIn) error {
 			Value:     buf[r.q+cellcodec.RawQualifierLen : r.q+cellcodec.RawQualifierLen+cellcodec.RawValueLen : r.q+cellcodec.RawQualifierLen+cellcodec.RawValueLen],
 		}
 	}
+	// The compactor's to-do marks go first (compact_todo.go).
+	if err := s.noteDirty(ctx, w.cells); err != nil {
+		return err
+	}
 	if err := s.data.Put(ctx, w.cells); err != nil {
 		return fmt.Errorf("write %d samples: %w", len(w.cells), err)
 	}
-	return nil
+	return refusedErr
 }
 
 // maxPooledCells bounds the writers kept for reuse: the buffers of one huge
@@ -106,27 +121,31 @@ func (s *Store) putWriter(w *writer) {
 // resolve fills w.uids with the UIDs of every label of batch: from the cache
 // where it can, then all misses of the batch in one labels2uid round.
 func (s *Store) resolve(ctx context.Context, w *writer, batch []SeriesIn) error {
+	var series, label int
 	miss := func(kind labels2uid.Kind, name string) uint64 {
 		if uid, ok := s.uids.Cached(kind, name); ok {
 			return uid
 		}
-		w.fills = append(w.fills, fill{pos: len(w.uids), kind: kind, i: w.batch.Add(kind, name)})
+		w.fills = append(w.fills, fill{pos: len(w.uids), kind: kind, i: w.batch.Add(kind, name), series: series, label: label})
 		return 0
 	}
 	for i := range batch {
+		series = i
 		ls := batch[i].Labels
 		metric := ""
-		for _, l := range ls {
+		label = -1
+		for j, l := range ls {
 			if l.Name == model.MetricNameLabel {
-				metric = l.Value
+				metric, label = l.Value, j
 				break
 			}
 		}
 		w.uids = append(w.uids, miss(labels2uid.Metric, metric))
-		for _, l := range ls {
+		for j, l := range ls {
 			if l.Name == model.MetricNameLabel || l.Value == "" {
 				continue
 			}
+			label = j
 			w.uids = append(w.uids, miss(labels2uid.TagK, l.Name))
 			w.uids = append(w.uids, miss(labels2uid.TagV, l.Value))
 		}
@@ -139,8 +158,55 @@ func (s *Store) resolve(ctx context.Context, w *writer, batch []SeriesIn) error 
 	}
 	for _, f := range w.fills {
 		w.uids[f.pos] = w.batch.UIDs[f.kind][f.i]
+		if w.batch.Exhausted(f.kind, f.i) {
+			if w.refused == nil {
+				w.refused = make([]bool, len(batch))
+			}
+			w.refused[f.series] = true
+		}
 	}
 	return nil
+}
+
+// refusedError describes the series of batch that resolve left without a
+// UID, or is nil when there are none.
+func (s *Store) refusedError(w *writer, batch []SeriesIn) error {
+	if w.refused == nil {
+		return nil
+	}
+	e := &RefusedError{}
+	for i, r := range w.refused {
+		if r {
+			e.Series++
+			e.Samples += len(batch[i].Samples)
+		}
+	}
+	for _, f := range w.fills {
+		if !w.batch.Exhausted(f.kind, f.i) {
+			continue
+		}
+		ls := batch[f.series].Labels
+		name := model.MetricNameLabel
+		if f.label >= 0 {
+			name = ls[f.label].Name
+		}
+		e.Err = s.uids.ExhaustedError(f.kind)
+		e.First = fmt.Sprintf("series %s: label %q needs a new %s UID: %v", seriesString(ls), name, f.kind, e.Err)
+		break
+	}
+	return e
+}
+
+// skipUIDs returns the position after the UIDs of a series, as appendCells
+// does, without appending its cells.
+func skipUIDs(in *SeriesIn, pos int) int {
+	pos++ // metric
+	for _, l := range in.Labels {
+		if l.Name != model.MetricNameLabel && l.Value != "" {
+			pos += 2
+		}
+	}
+	return pos
 }
 
 // appendCells appends the cells of one series, whose UIDs start at
@@ -184,38 +250,17 @@ func (s *Store) appendCells(w *writer, in *SeriesIn, pos int) int {
 	return pos
 }
 
-// validate checks one series against the rules of Prometheus 3 (label names
-// any non-empty UTF-8, sorted and unique; values UTF-8) and the store's
-// limits. The error names the series and the rule.
+// validate checks one series against the shared series rules (seriesrules:
+// the same the HTTP layer applies, with the store's limits) and that its
+// timestamps fit the row key. The error names the series and the rule.
 func (s *Store) validate(in *SeriesIn) error {
-	ls := in.Labels
-	if len(ls) > s.cfg.MaxLabels {
-		return invalid(ls, fmt.Sprintf("%d labels, more than the limit of %d", len(ls), s.cfg.MaxLabels))
-	}
-	for i, l := range ls {
-		switch {
-		case l.Name == "":
-			return invalid(ls, "empty label name")
-		case i > 0 && l.Name <= ls[i-1].Name:
-			if l.Name == ls[i-1].Name {
-				return invalid(ls, fmt.Sprintf("duplicate label name %q", l.Name))
-			}
-			return invalid(ls, fmt.Sprintf("label names not sorted: %q after %q", l.Name, ls[i-1].Name))
-		case !utf8.ValidString(l.Name):
-			return invalid(ls, fmt.Sprintf("label name %q is not valid UTF-8", l.Name))
-		case !utf8.ValidString(l.Value):
-			return invalid(ls, fmt.Sprintf("value of label %q is not valid UTF-8", l.Name))
-		case len(l.Name) > s.cfg.MaxLabelNameLength:
-			return invalid(ls, fmt.Sprintf("label name of %d bytes, more than the limit of %d", len(l.Name), s.cfg.MaxLabelNameLength))
-		case len(l.Value) > s.cfg.MaxLabelValueLength:
-			return invalid(ls, fmt.Sprintf("value of label %q has %d bytes, more than the limit of %d", l.Name, len(l.Value), s.cfg.MaxLabelValueLength))
-		case l.Name[0] == 0 || (l.Value != "" && l.Value[0] == 0):
-			return invalid(ls, fmt.Sprintf("label %q: names and values beginning with a NUL byte are reserved", l.Name))
-		}
+	lim := seriesrules.Limits{MaxLabels: s.cfg.MaxLabels, MaxLabelNameLength: s.cfg.MaxLabelNameLength, MaxLabelValueLength: s.cfg.MaxLabelValueLength}
+	if v := seriesrules.CheckSeries(in.Labels, len(in.Samples), 0, lim); v != nil {
+		return invalid(in.Labels, v.Rule)
 	}
 	for _, smp := range in.Samples {
 		if _, _, err := rowkey.BaseHour(smp.T); err != nil {
-			return invalid(ls, fmt.Sprintf("sample timestamp %d outside what the store can hold (1970 to 2106)", smp.T))
+			return invalid(in.Labels, fmt.Sprintf("sample timestamp %d outside what the store can hold (1970 to 2106)", smp.T))
 		}
 	}
 	return nil
@@ -244,8 +289,8 @@ func seriesString(ls []labels.Label) string {
 func (s *Store) WriteMetadata(ctx context.Context, md []Metadata) error {
 	cells := make([]table.Cell, 0, 3*len(md))
 	for _, m := range md {
-		if m.MetricFamilyName == "" || m.MetricFamilyName[0] == 0 || !utf8.ValidString(m.MetricFamilyName) {
-			return fmt.Errorf("%w: metadata of metric family %q: the name must be non-empty valid UTF-8 not beginning with NUL", ErrInvalidInput, m.MetricFamilyName)
+		if v := seriesrules.CheckMetadata(m.MetricFamilyName); v != nil {
+			return fmt.Errorf("%w: %s", ErrInvalidInput, v.Rule)
 		}
 		row := []byte(m.MetricFamilyName)
 		for _, f := range [...]struct{ q, v string }{{"type", m.Type}, {"unit", m.Unit}, {"help", m.Help}} {

@@ -107,6 +107,33 @@ type Table interface {
 	// It reports whether it wrote. Callers never store empty values in cells
 	// they check: HBase cannot tell an empty value from an absent cell.
 	CheckAndPut(ctx context.Context, row []byte, family string, qualifier, expected []byte, put []Cell) (bool, error)
+	// CheckAndPutBatch applies each conditional put as CheckAndPut would,
+	// independently of the others, in as few round trips as the backend can
+	// (HBase: one Multi per region server, a condition on each RegionAction).
+	// written[i] reports whether puts[i] wrote. Puts conditioned on the same
+	// cell are applied one after the other, in an order the backend picks.
+	// On error the outcome of some puts is unknown (written may be nil): a
+	// caller that retries must take "not written, yet the cell holds what I
+	// meant to write" as its own earlier success.
+	CheckAndPutBatch(ctx context.Context, puts []CondPut) (written []bool, err error)
+	// DeleteVersions removes, for each cell given, exactly the version of
+	// (row, family, qualifier) whose timestamp is the cell's Timestamp; other
+	// versions, and in families with NewVersionBehavior a version written
+	// after the call, are not touched. Values are ignored; a Timestamp of
+	// LatestTimestamp is refused. The compactor uses it to remove exactly the
+	// raw cells it folded into a chunk.
+	DeleteVersions(ctx context.Context, cells []Cell) error
+}
+
+// CondPut is one conditional write of CheckAndPutBatch: Put (cells of Row)
+// is written only if the cell (Row, Family, Qualifier) holds Expected, or is
+// absent when Expected is nil.
+type CondPut struct {
+	Row       []byte
+	Family    string
+	Qualifier []byte
+	Expected  []byte
+	Put       []Cell
 }
 
 // FamilySpec describes a column family at table creation.
@@ -122,6 +149,17 @@ type FamilySpec struct {
 	BloomFilter       string
 	DataBlockEncoding string
 	Compression       string
+	// InMemory is HBase's IN_MEMORY hint (keep the family's blocks in the
+	// in-memory priority of the block cache).
+	InMemory bool
+	// NewVersionBehavior is HBase's NEW_VERSION_BEHAVIOR: a delete hides
+	// only the writes made before it, whatever their timestamps, so a cell
+	// re-written after a delete is visible at once. The data family needs it
+	// (late and retried samples after the compactor deleted raw cells); the
+	// UID families must not have it (it makes each counter increment about
+	// ten times dearer for HBase). Backends with one version per cell and no
+	// delete markers (Pebble) always behave this way.
+	NewVersionBehavior bool
 }
 
 // TableSpec describes a table at creation.
@@ -138,6 +176,16 @@ type DB interface {
 	CreateTable(ctx context.Context, spec TableSpec) error
 	// Table opens an existing table; ErrTableNotFound (wrapped) if absent.
 	Table(ctx context.Context, name string) (Table, error)
+	// Describe returns the table's families as the backend has them now
+	// (SplitKeys is left empty); ErrTableNotFound (wrapped) if absent.
+	// Attributes the backend ignores come back empty or false; those the
+	// creating spec left empty may come back as the backend's defaults.
+	Describe(ctx context.Context, name string) (TableSpec, error)
+	// AlterFamily sets the attributes of an existing family of the table to
+	// fam's (matched by name) and waits until the table serves with them.
+	// Nothing of the stored data changes. Backends without a notion of an
+	// attribute ignore it (Pebble keeps TTL and MaxVersions).
+	AlterFamily(ctx context.Context, name string, fam FamilySpec) error
 	// Ping answers nil when the backend serves requests.
 	Ping(ctx context.Context) error
 	Close() error

@@ -29,6 +29,8 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
+	"github.com/prom-hbase/prom-hbase/hbase/hbasemetrics"
+	"github.com/prom-hbase/prom-hbase/labels2uid"
 	"github.com/prom-hbase/prom-hbase/remote"
 	"github.com/prom-hbase/prom-hbase/rowkey"
 	"github.com/prom-hbase/prom-hbase/store"
@@ -59,11 +61,15 @@ type config struct {
 	write         remote.WriteConfig
 	maxBodyBytes  units.Base2Bytes
 	maxDecoded    units.Base2Bytes
+	maxReqMemory  units.Base2Bytes
+	maxInFlight   units.Base2Bytes
 	read          remote.ReadConfig
 	maxFrameBytes units.Base2Bytes
 	limits        remote.Limits
 
 	shutdownTimeout time.Duration
+	testing         testingFlags
+	compactor       *compactorFlags
 }
 
 func parseFlags(args []string) (*config, error) {
@@ -71,6 +77,8 @@ func parseFlags(args []string) (*config, error) {
 	app.HelpFlag.Short('h')
 	c := &config{web: kingpinflag.AddFlags(app, ":9201")}
 	promslogflag.AddFlags(app, &c.log)
+	addTestingFlags(app, &c.testing)
+	c.compactor = addCompactorFlags(app)
 
 	app.Flag("storage.path", "Directory of the embedded Pebble store, used when --hbase.zookeeper-quorum is not set.").
 		Default("data/").StringVar(&c.storagePath)
@@ -92,13 +100,17 @@ func parseFlags(args []string) (*config, error) {
 		Default("4").IntVar(&c.layout.TagVWidth)
 	app.Flag("salt.buckets", "Salt buckets of the row keys (1: no salt byte; 2..256). Fixed when the tables are created.").
 		Default(fmt.Sprint(store.DefaultSaltBuckets)).IntVar(&c.layout.SaltBuckets)
-	app.Flag("uid.cache-size", "Entries of each UID cache (0: the store's default).").
-		Default("0").IntVar(&c.uidCacheSize)
+	app.Flag("uid.cache-size", "Entries of each of the six UID caches (forward and reverse, per kind); the default suits about a million active series. Hit ratio: promhbase_uid_cache_hits_total / (hits + misses).").
+		Default(fmt.Sprint(labels2uid.DefaultCacheSize)).IntVar(&c.uidCacheSize)
 
 	app.Flag("write.max-body-bytes", "Largest compressed remote-write body accepted (413 above).").
 		Default("16MiB").BytesVar(&c.maxBodyBytes)
 	app.Flag("write.max-decoded-bytes", "Largest decompressed remote-write body accepted, checked before decompressing (413 above).").
 		Default("64MiB").BytesVar(&c.maxDecoded)
+	app.Flag("write.max-request-memory", "Most memory one remote-write request may take: body, decompressed body and decoded series, counted before they are allocated (413 above).").
+		Default("128MiB").BytesVar(&c.maxReqMemory)
+	app.Flag("write.max-bytes-in-flight", "Most memory all remote-write requests being served may take, counted as for --write.max-request-memory; beyond it 429 with Retry-After (0: a quarter of the memory available, 64MiB to 4GiB).").
+		Default("0").BytesVar(&c.maxInFlight)
 	app.Flag("write.timeout", "Time the storage has to acknowledge a write before the sender gets 503 and retries.").
 		Default("30s").DurationVar(&c.write.Timeout)
 	app.Flag("read.sample-limit", "Most samples in one non-streamed (SAMPLES) remote-read response (0: no limit).").
@@ -121,6 +133,8 @@ func parseFlags(args []string) (*config, error) {
 	}
 	c.write.MaxBodyBytes = int64(c.maxBodyBytes)
 	c.write.MaxDecodedBytes = int64(c.maxDecoded)
+	c.write.MaxRequestMemory = int64(c.maxReqMemory)
+	c.write.MaxBytesInFlight = int64(c.maxInFlight)
 	c.write.Limits = c.limits
 	c.read.MaxBytesInFrame = int(c.maxFrameBytes)
 	if c.read.SampleLimit == 0 {
@@ -175,12 +189,16 @@ func serve(cfg *config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if hdb, ok := db.(*hbasetable.DB); ok {
+		reg.MustRegister(hbasemetrics.NewCollector(hdb.Client()))
+	}
 	defer func() {
 		if err := db.Close(); err != nil {
 			logger.Error("closing storage", "err", err)
 		}
 	}()
-	st, err := store.Open(ctx, tablemetrics.Wrap(db, tablemetrics.NewMetrics(reg)), store.Config{
+	faultDB, armFaults := cfg.testing.wrap(db, logger)
+	st, err := store.Open(ctx, tablemetrics.Wrap(faultDB, tablemetrics.NewMetrics(reg)), store.Config{
 		TablePrefix:         cfg.tablePrefix,
 		Layout:              cfg.layout,
 		Retention:           time.Duration(cfg.retention),
@@ -194,11 +212,18 @@ func serve(cfg *config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
+	armFaults()
 	defer func() {
 		if err := st.Close(); err != nil {
 			logger.Error("closing store", "err", err)
 		}
 	}()
+
+	stopCompactor, err := startCompactor(ctx, st, cfg.compactor, cfg.write.Timeout, reg, logger)
+	if err != nil {
+		return err
+	}
+	defer stopCompactor()
 
 	m := remote.NewMetrics(reg)
 	mux := http.NewServeMux()

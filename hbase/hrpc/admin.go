@@ -2,6 +2,7 @@ package hrpc
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,9 @@ type Family struct {
 	BloomFilter       string // NONE, ROW, ROWCOL
 	DataBlockEncoding string // NONE, FAST_DIFF, ...
 	Compression       string // NONE, SNAPPY, GZ, ...
+	// InMemory gives the family's blocks the in-memory priority of the
+	// block cache.
+	InMemory bool
 	// NewVersionBehavior makes a delete hide only the writes that came
 	// before it, whatever their timestamps: without it, re-writing a deleted
 	// cell with its old timestamp stays invisible until a major compaction.
@@ -62,6 +66,9 @@ func (f *Family) proto() (*pb.ColumnFamilySchema, error) {
 	if f.Compression != "" {
 		attr("COMPRESSION", strings.ToUpper(f.Compression))
 	}
+	if f.InMemory {
+		attr("IN_MEMORY", "true")
+	}
 	if f.NewVersionBehavior {
 		attr("NEW_VERSION_BEHAVIOR", "true")
 	}
@@ -89,6 +96,65 @@ func NewCreateTableCall(table string, families []Family, splitKeys [][]byte, non
 		TableSchema: schema, SplitKeys: splitKeys,
 		NonceGroup: proto.Uint64(nonceGroup), Nonce: proto.Uint64(nonce),
 	}, &pb.CreateTableResponse{}), nil
+}
+
+// NewModifyColumnCall replaces the descriptor of an existing family with
+// f: attributes f leaves empty return to HBase's defaults. The answer
+// carries a procedure id, or none when there was nothing to do.
+func NewModifyColumnCall(table string, f Family, nonceGroup, nonce uint64) (*Call, error) {
+	schema, err := f.proto()
+	if err != nil {
+		return nil, err
+	}
+	return NewModifyColumnSchemaCall(table, schema, nonceGroup, nonce), nil
+}
+
+// MergeFamily returns cur (a family's descriptor as HBase has it) with the
+// attributes of f set over it: the ones f names, and always TTL, IN_MEMORY
+// and NEW_VERSION_BEHAVIOR (whose zero values mean something). Everything
+// else of cur, such as an operator's COMPRESSION or BLOCKSIZE, is kept:
+// ModifyColumn replaces the whole descriptor.
+func MergeFamily(cur *pb.ColumnFamilySchema, f Family) (*pb.ColumnFamilySchema, error) {
+	want, err := f.proto()
+	if err != nil {
+		return nil, err
+	}
+	attrs := map[string]string{}
+	var order []string
+	set := func(k, v string) {
+		if _, ok := attrs[k]; !ok {
+			order = append(order, k)
+		}
+		attrs[k] = v
+	}
+	for _, a := range cur.GetAttributes() {
+		set(string(a.GetFirst()), string(a.GetSecond()))
+	}
+	for _, a := range want.GetAttributes() {
+		set(string(a.GetFirst()), string(a.GetSecond()))
+	}
+	if f.TTL <= 0 {
+		set("TTL", strconv.Itoa(math.MaxInt32)) // HBase's FOREVER
+	}
+	set("IN_MEMORY", strconv.FormatBool(f.InMemory))
+	set("NEW_VERSION_BEHAVIOR", strconv.FormatBool(f.NewVersionBehavior))
+	// A clone keeps what this subset of the protocol does not model (the
+	// family's configuration, field 3) as unknown fields, sent back as is.
+	out := proto.Clone(cur).(*pb.ColumnFamilySchema)
+	out.Attributes = nil
+	for _, k := range order {
+		out.Attributes = append(out.Attributes, &pb.BytesBytesPair{First: []byte(k), Second: []byte(attrs[k])})
+	}
+	return out, nil
+}
+
+// NewModifyColumnSchemaCall replaces a family's descriptor with schema; the
+// answer carries a procedure id.
+func NewModifyColumnSchemaCall(table string, schema *pb.ColumnFamilySchema, nonceGroup, nonce uint64) *Call {
+	return masterCall("ModifyColumn", &pb.ModifyColumnRequest{
+		TableName: TableName(table), ColumnFamilies: schema,
+		NonceGroup: proto.Uint64(nonceGroup), Nonce: proto.Uint64(nonce),
+	}, &pb.ModifyColumnResponse{})
 }
 
 // NewDisableTableCall disables a table; the answer carries a procedure id.

@@ -117,7 +117,7 @@ var kinds = map[string]Kind{
 	pkgRS + "RegionServerAbortedException":             ServerDown,
 	pkgHBase + "RegionTooBusyException":                Backoff,
 	CallQueueTooBig:                                    Backoff,
-	CallTimeout:                                        Backoff,
+	CallTimeout:                                        Relocate, // the server may have lost the region, or died
 	pkgHBase + "CallDroppedException":                  Backoff,
 	pkgIPC + "CallerDisconnectedException":             Backoff,
 	pkgQuotas + "RpcThrottlingException":               Backoff,

@@ -23,7 +23,7 @@ func TestExceptionKinds(t *testing.T) {
 		"org.apache.hadoop.hbase.CallDroppedException":                      Backoff,
 		"org.apache.hadoop.hbase.quotas.RpcThrottlingException":             Backoff,
 		"org.apache.hadoop.hbase.UnknownScannerException":                   Relocate,
-		"org.apache.hadoop.hbase.ipc.CallTimeoutException":                  Backoff,
+		"org.apache.hadoop.hbase.ipc.CallTimeoutException":                  Relocate,
 		"org.apache.hadoop.hbase.TableNotFoundException":                    Fatal,
 		"org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException":  Fatal,
 		"org.apache.hadoop.hbase.DoNotRetryIOException":                     Fatal,

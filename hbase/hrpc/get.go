@@ -3,6 +3,8 @@ package hrpc
 import (
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/prom-hbase/prom-hbase/hbase/pb"
 )
 
@@ -12,6 +14,8 @@ type Get struct {
 	// Families restricts the answer; empty means all families.
 	Families [][]byte
 	Filter   Filter
+	// MaxVersions is how many versions of each column to return (0: 1).
+	MaxVersions uint32
 }
 
 // Proto builds the Get message.
@@ -19,6 +23,9 @@ func (g *Get) Proto() (*pb.Get, error) {
 	m := &pb.Get{Row: g.Row}
 	if len(g.Row) == 0 {
 		return nil, fmt.Errorf("get: empty row key")
+	}
+	if g.MaxVersions > 1 {
+		m.MaxVersions = proto.Uint32(g.MaxVersions)
 	}
 	for _, f := range g.Families {
 		m.Column = append(m.Column, &pb.Column{Family: f})

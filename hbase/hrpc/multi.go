@@ -84,6 +84,20 @@ func (b *Multi) AddMutation(region []byte, index uint32, m *Mutation) {
 	b.cells = m.AppendCells(b.cells)
 }
 
+// AddCondMutation adds a mutation applied only if cond holds, as its own
+// RegionAction: HBase checks one condition per RegionAction and answers
+// with the RegionActionResult's processed flag, echoing index 0 rather
+// than index. The next action of any kind starts a new RegionAction.
+func (b *Multi) AddCondMutation(region []byte, index uint32, m *Mutation, cond *pb.Condition) {
+	ra := &pb.RegionAction{Region: RegionSpecifier(region), Condition: cond}
+	b.req.RegionAction = append(b.req.RegionAction, ra)
+	b.last = nil
+	a := b.action(index)
+	a.Mutation = b.mutationProto(m)
+	ra.Action = append(ra.Action, a)
+	b.cells = m.AppendCells(b.cells)
+}
+
 // AddGet adds a get; index is echoed in its result.
 func (b *Multi) AddGet(region []byte, index uint32, g *pb.Get) {
 	ra := b.region(region)

@@ -66,3 +66,56 @@ func TestMulti(t *testing.T) {
 		t.Errorf("cells out of action order")
 	}
 }
+
+// TestMultiConditional checks that each conditional mutation is a
+// RegionAction of its own, carrying its condition, and that actions after it
+// do not join it.
+func TestMultiConditional(t *testing.T) {
+	var b Multi
+	m := func(row string) *Mutation {
+		return &Mutation{Type: MutationPut, Row: []byte(row), Cells: []MutationCell{{Family: []byte("f"), Type: TypePut, Timestamp: 1, Value: []byte(row)}}}
+	}
+	b.AddMutation([]byte("r1"), 0, m("a"))
+	for i, row := range []string{"b", "c"} {
+		cond, err := ValueCondition([]byte(row), []byte("f"), []byte("q"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.AddCondMutation([]byte("r1"), uint32(1+i), m(row), cond)
+	}
+	b.AddMutation([]byte("r1"), 3, m("d"))
+	b.AddMutation([]byte("r1"), 4, m("e"))
+	wire, err := proto.Marshal(b.Call(0).Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req pb.MultiRequest
+	if err := proto.Unmarshal(wire, &req); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		rows string
+		cond string
+	}{{"a", ""}, {"b", "b"}, {"c", "c"}, {"de", ""}}
+	if len(req.RegionAction) != len(want) {
+		t.Fatalf("%d region actions, want %d", len(req.RegionAction), len(want))
+	}
+	for k, ra := range req.RegionAction {
+		rows := ""
+		for _, a := range ra.Action {
+			rows += string(a.GetMutation().GetRow())
+		}
+		if rows != want[k].rows || string(ra.GetCondition().GetRow()) != want[k].cond {
+			t.Errorf("region action %d: rows %q, condition row %q; want %q, %q", k, rows, ra.GetCondition().GetRow(), want[k].rows, want[k].cond)
+		}
+	}
+	cells, rest, err := DecodeCells(nil, b.Call(0).Cells, 5)
+	if err != nil || len(rest) != 0 {
+		t.Fatalf("cell block: %v, %d bytes left", err, len(rest))
+	}
+	for i, c := range cells {
+		if string(c.Value) != string(rune('a'+i)) {
+			t.Errorf("cell %d is %q: cells out of action order", i, c.Value)
+		}
+	}
+}

@@ -23,6 +23,11 @@ type Scan struct {
 	MaxResultSize uint64
 	// PRead asks for positional reads, better for short scans.
 	PRead bool
+	// CellsPerFamily, when above 0, returns at most that many cells of each
+	// row and family: HBase counts them after resolving deletes and
+	// versions, unlike FirstKeyOnlyFilter, which on a family with
+	// NEW_VERSION_BEHAVIOR sees deleted cells and can hide a whole row.
+	CellsPerFamily uint32
 }
 
 // Proto builds the Scan message.
@@ -37,6 +42,9 @@ func (s *Scan) Proto() (*pb.Scan, error) {
 		MaxResultSize:   proto.Uint64(size),
 		IncludeStartRow: proto.Bool(!s.StartExclusive),
 		IncludeStopRow:  proto.Bool(s.StopInclusive),
+	}
+	if s.CellsPerFamily > 0 {
+		m.StoreLimit = proto.Uint32(s.CellsPerFamily)
 	}
 	if s.Reversed {
 		m.Reversed = proto.Bool(true)

@@ -902,22 +902,25 @@ func (x *MutateResponse) GetProcessed() bool {
 }
 
 type Scan struct {
-	state               protoimpl.MessageState `protogen:"open.v1"`
-	Column              []*Column              `protobuf:"bytes,1,rep,name=column" json:"column,omitempty"`
-	StartRow            []byte                 `protobuf:"bytes,3,opt,name=start_row,json=startRow" json:"start_row,omitempty"`
-	StopRow             []byte                 `protobuf:"bytes,4,opt,name=stop_row,json=stopRow" json:"stop_row,omitempty"`
-	Filter              *Filter                `protobuf:"bytes,5,opt,name=filter" json:"filter,omitempty"`
-	TimeRange           *TimeRange             `protobuf:"bytes,6,opt,name=time_range,json=timeRange" json:"time_range,omitempty"`
-	MaxVersions         *uint32                `protobuf:"varint,7,opt,name=max_versions,json=maxVersions,def=1" json:"max_versions,omitempty"`
-	CacheBlocks         *bool                  `protobuf:"varint,8,opt,name=cache_blocks,json=cacheBlocks,def=1" json:"cache_blocks,omitempty"`
-	BatchSize           *uint32                `protobuf:"varint,9,opt,name=batch_size,json=batchSize" json:"batch_size,omitempty"`
-	MaxResultSize       *uint64                `protobuf:"varint,10,opt,name=max_result_size,json=maxResultSize" json:"max_result_size,omitempty"`
-	Reversed            *bool                  `protobuf:"varint,15,opt,name=reversed,def=0" json:"reversed,omitempty"`
-	Caching             *uint32                `protobuf:"varint,17,opt,name=caching" json:"caching,omitempty"`
-	AllowPartialResults *bool                  `protobuf:"varint,18,opt,name=allow_partial_results,json=allowPartialResults" json:"allow_partial_results,omitempty"`
-	IncludeStartRow     *bool                  `protobuf:"varint,21,opt,name=include_start_row,json=includeStartRow,def=1" json:"include_start_row,omitempty"`
-	IncludeStopRow      *bool                  `protobuf:"varint,22,opt,name=include_stop_row,json=includeStopRow,def=0" json:"include_stop_row,omitempty"`
-	ReadType            *Scan_ReadType         `protobuf:"varint,23,opt,name=readType,enum=hbase.pb.Scan_ReadType,def=0" json:"readType,omitempty"`
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Column        []*Column              `protobuf:"bytes,1,rep,name=column" json:"column,omitempty"`
+	StartRow      []byte                 `protobuf:"bytes,3,opt,name=start_row,json=startRow" json:"start_row,omitempty"`
+	StopRow       []byte                 `protobuf:"bytes,4,opt,name=stop_row,json=stopRow" json:"stop_row,omitempty"`
+	Filter        *Filter                `protobuf:"bytes,5,opt,name=filter" json:"filter,omitempty"`
+	TimeRange     *TimeRange             `protobuf:"bytes,6,opt,name=time_range,json=timeRange" json:"time_range,omitempty"`
+	MaxVersions   *uint32                `protobuf:"varint,7,opt,name=max_versions,json=maxVersions,def=1" json:"max_versions,omitempty"`
+	CacheBlocks   *bool                  `protobuf:"varint,8,opt,name=cache_blocks,json=cacheBlocks,def=1" json:"cache_blocks,omitempty"`
+	BatchSize     *uint32                `protobuf:"varint,9,opt,name=batch_size,json=batchSize" json:"batch_size,omitempty"`
+	MaxResultSize *uint64                `protobuf:"varint,10,opt,name=max_result_size,json=maxResultSize" json:"max_result_size,omitempty"`
+	// Cells per row and family, counted after deletes and versions are
+	// resolved (Java: Scan.setMaxResultsPerColumnFamily).
+	StoreLimit          *uint32        `protobuf:"varint,11,opt,name=store_limit,json=storeLimit" json:"store_limit,omitempty"`
+	Reversed            *bool          `protobuf:"varint,15,opt,name=reversed,def=0" json:"reversed,omitempty"`
+	Caching             *uint32        `protobuf:"varint,17,opt,name=caching" json:"caching,omitempty"`
+	AllowPartialResults *bool          `protobuf:"varint,18,opt,name=allow_partial_results,json=allowPartialResults" json:"allow_partial_results,omitempty"`
+	IncludeStartRow     *bool          `protobuf:"varint,21,opt,name=include_start_row,json=includeStartRow,def=1" json:"include_start_row,omitempty"`
+	IncludeStopRow      *bool          `protobuf:"varint,22,opt,name=include_stop_row,json=includeStopRow,def=0" json:"include_stop_row,omitempty"`
+	ReadType            *Scan_ReadType `protobuf:"varint,23,opt,name=readType,enum=hbase.pb.Scan_ReadType,def=0" json:"readType,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -1021,6 +1024,13 @@ func (x *Scan) GetBatchSize() uint32 {
 func (x *Scan) GetMaxResultSize() uint64 {
 	if x != nil && x.MaxResultSize != nil {
 		return *x.MaxResultSize
+	}
+	return 0
+}
+
+func (x *Scan) GetStoreLimit() uint32 {
+	if x != nil && x.StoreLimit != nil {
+		return *x.StoreLimit
 	}
 	return 0
 }
@@ -1858,7 +1868,7 @@ const file_Client_proto_rawDesc = "" +
 	"nonceGroup\"X\n" +
 	"\x0eMutateResponse\x12(\n" +
 	"\x06result\x18\x01 \x01(\v2\x10.hbase.pb.ResultR\x06result\x12\x1c\n" +
-	"\tprocessed\x18\x02 \x01(\bR\tprocessed\"\x9e\x05\n" +
+	"\tprocessed\x18\x02 \x01(\bR\tprocessed\"\xbf\x05\n" +
 	"\x04Scan\x12(\n" +
 	"\x06column\x18\x01 \x03(\v2\x10.hbase.pb.ColumnR\x06column\x12\x1b\n" +
 	"\tstart_row\x18\x03 \x01(\fR\bstartRow\x12\x19\n" +
@@ -1871,7 +1881,9 @@ const file_Client_proto_rawDesc = "" +
 	"\n" +
 	"batch_size\x18\t \x01(\rR\tbatchSize\x12&\n" +
 	"\x0fmax_result_size\x18\n" +
-	" \x01(\x04R\rmaxResultSize\x12!\n" +
+	" \x01(\x04R\rmaxResultSize\x12\x1f\n" +
+	"\vstore_limit\x18\v \x01(\rR\n" +
+	"storeLimit\x12!\n" +
 	"\breversed\x18\x0f \x01(\b:\x05falseR\breversed\x12\x18\n" +
 	"\acaching\x18\x11 \x01(\rR\acaching\x122\n" +
 	"\x15allow_partial_results\x18\x12 \x01(\bR\x13allowPartialResults\x120\n" +

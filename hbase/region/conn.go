@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -33,12 +34,33 @@ func (e *ConnError) Unwrap() error { return e.Err }
 // ErrClosed is the cause of a ConnError after Close.
 var ErrClosed = errors.New("connection closed")
 
+// ErrStalled is the cause of a ConnError on a connection closed because
+// calls waited on it and the server sent nothing for Options.StallTimeout.
+var ErrStalled = errors.New("server sent nothing")
+
 // Options tune a connection.
 type Options struct {
 	// User is the effective user SIMPLE authentication trusts.
 	User string
 	// DialTimeout bounds the TCP connect (0: 10s, or the context's deadline).
 	DialTimeout time.Duration
+	// StallTimeout closes a connection on which calls wait while the server
+	// sends nothing at all for this long, failing every call in flight, so
+	// they go elsewhere. A frozen or cut-off server keeps its TCP
+	// connections open and answers nothing; only silence tells. 0 disables.
+	StallTimeout time.Duration
+	// Probe, when set with StallTimeout, builds a cheap call that is sent
+	// when the connection has been silent for half of StallTimeout: a live
+	// server that is merely slow with the calls waiting answers it at once
+	// (HBase serves high-priority calls from their own handlers), and the
+	// connection is not closed.
+	Probe func() *hrpc.Call
+	// Verify, when set with Probe, makes Dial send the probe and wait for
+	// an answer, any answer, for this long before it returns the
+	// connection: for a server that went silent before, whose kernel
+	// still completes TCP handshakes while the process answers nothing.
+	// No answer in time fails the dial with ErrStalled.
+	Verify time.Duration
 }
 
 // Conn is a connection to one server for one service. Many goroutines may
@@ -50,6 +72,10 @@ type Conn struct {
 	queue         chan *pending
 	done          chan struct{}
 
+	// lastRead is when the last frame arrived (or the connection opened),
+	// in UnixNano.
+	lastRead atomic.Int64
+
 	mu      sync.Mutex
 	pending map[uint32]*pending
 	nextID  uint32
@@ -60,6 +86,7 @@ type pending struct {
 	id      uint32
 	call    *hrpc.Call
 	timeout uint32
+	sent    int64      // UnixNano when the call was queued
 	reply   chan reply // buffered: the reader never blocks on a caller
 }
 
@@ -105,9 +132,94 @@ func Dial(ctx context.Context, addr, service string, opts Options) (*Conn, error
 		done:    make(chan struct{}),
 		pending: make(map[uint32]*pending),
 	}
+	c.lastRead.Store(time.Now().UnixNano())
 	go c.writeLoop()
 	go c.readLoop()
+	if opts.StallTimeout > 0 {
+		go c.watch(opts.StallTimeout, opts.Probe)
+	}
+	if opts.Verify > 0 && opts.Probe != nil {
+		if err := c.verify(ctx, opts.Probe(), opts.Verify); err != nil {
+			c.fail(err)
+			return nil, &ConnError{Addr: addr, Service: service, Err: err}
+		}
+	}
 	return c, nil
+}
+
+// verify sends a probe and waits until the server answers it. An answer
+// that is an exception still proves the server alive.
+func (c *Conn) verify(ctx context.Context, probe *hrpc.Call, timeout time.Duration) error {
+	vctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err := c.Call(vctx, probe)
+	var x *hrpc.Exception
+	switch {
+	case err == nil || errors.As(err, &x):
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: no answer to a probe in %v", ErrStalled, timeout)
+	}
+	return err
+}
+
+// LastRead is when the server last sent anything on the connection (the
+// time it was opened if nothing yet).
+func (c *Conn) LastRead() time.Time { return time.Unix(0, c.lastRead.Load()) }
+
+// oldestWaiting returns when the longest-waiting call in flight was queued.
+func (c *Conn) oldestWaiting() (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var oldest int64
+	for _, p := range c.pending {
+		if oldest == 0 || p.sent < oldest {
+			oldest = p.sent
+		}
+	}
+	return oldest, oldest != 0
+}
+
+// watch closes the connection when calls wait and the server has sent
+// nothing for stall: not since the oldest of them was queued, nor since
+// the last frame. At half that silence it sends a probe, if there is one,
+// and closes only if the probe was out for at least a quarter of stall.
+func (c *Conn) watch(stall time.Duration, probe func() *hrpc.Call) {
+	t := time.NewTicker(max(stall/8, time.Millisecond))
+	defer t.Stop()
+	var probed int64 // when the probe in flight was sent, 0 if none
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		oldest, waiting := c.oldestWaiting()
+		now := time.Now().UnixNano()
+		quiet := time.Duration(now - max(c.lastRead.Load(), oldest))
+		if !waiting || quiet < stall/2 {
+			probed = 0
+			continue
+		}
+		if probe != nil && probed == 0 {
+			probed = now
+			go c.sendProbe(probe(), stall)
+			continue
+		}
+		if quiet >= stall && (probe == nil || time.Duration(now-probed) >= stall/4) {
+			c.fail(fmt.Errorf("%w for %v while calls waited", ErrStalled, quiet.Round(time.Millisecond)))
+			return
+		}
+	}
+}
+
+// sendProbe sends a probe; its answer, any answer, updates lastRead.
+func (c *Conn) sendProbe(call *hrpc.Call, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_, _ = c.Call(ctx, call)
 }
 
 // Addr is the server's address.
@@ -130,6 +242,12 @@ func (c *Conn) Err() error {
 func (c *Conn) Close() error {
 	c.fail(ErrClosed)
 	return nil
+}
+
+// Fail closes the connection with cause as the reason that the calls in
+// flight, and later ones, get (wrapped in a ConnError).
+func (c *Conn) Fail(cause error) {
+	c.fail(cause)
 }
 
 // fail closes the connection once, with err as the reason.
@@ -156,7 +274,7 @@ func (c *Conn) fail(err error) {
 // server exception is returned as *hrpc.Exception, a connection failure as
 // *ConnError.
 func (c *Conn) Call(ctx context.Context, call *hrpc.Call) ([]byte, error) {
-	p := &pending{call: call, reply: make(chan reply, 1)}
+	p := &pending{call: call, sent: time.Now().UnixNano(), reply: make(chan reply, 1)}
 	if dl, ok := ctx.Deadline(); ok {
 		ms := time.Until(dl).Milliseconds()
 		if ms <= 0 {
@@ -264,6 +382,8 @@ func (c *Conn) readLoop() {
 			c.fail(fmt.Errorf("read: %w", err))
 			return
 		}
+		// Any sign of life counts, before a large frame is read whole.
+		c.lastRead.Store(time.Now().UnixNano())
 		n := binary.BigEndian.Uint32(lenBuf[:])
 		if n > MaxFrame {
 			c.fail(fmt.Errorf("%w: response frame of %d bytes", ErrFrame, n))

@@ -31,7 +31,7 @@ type request struct {
 	cells  []byte
 }
 
-func newFakeServer(t *testing.T, handle func(req request, reply func(frame []byte))) *fakeServer {
+func newFakeServer(t testing.TB, handle func(req request, reply func(frame []byte))) *fakeServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

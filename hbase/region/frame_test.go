@@ -35,7 +35,7 @@ func TestConnectionHeader(t *testing.T) {
 }
 
 // readRequest parses a request frame as a server does.
-func readRequest(t *testing.T, frame []byte) (*pb.RequestHeader, []byte, []byte) {
+func readRequest(t testing.TB, frame []byte) (*pb.RequestHeader, []byte, []byte) {
 	t.Helper()
 	n := binary.BigEndian.Uint32(frame)
 	if int(n) != len(frame)-4 {

@@ -44,6 +44,17 @@ func (s Server) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.P
 // ErrZnode reports znode content that is not what HBase writes.
 var ErrZnode = errors.New("malformed znode")
 
+// ErrUnavailable marks the errors of a read that may succeed if asked
+// again: no ZooKeeper server reachable, the session lost, or the znode not
+// written yet (a master starting, meta being reassigned).
+var ErrUnavailable = errors.New("zookeeper unavailable")
+
+// transient reports whether a ZooKeeper error may pass.
+func transient(err error) bool {
+	return errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrConnectionClosed) ||
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrNoNode)
+}
+
 var pbufMagic = []byte("PBUF")
 
 // ParseZnode decodes an HBase znode: 0xFF, u32 length of the writer's id,
@@ -165,6 +176,9 @@ func (c *Client) get(ctx context.Context, name string) ([]byte, error) {
 	}()
 	select {
 	case r := <-ch:
+		if r.err != nil && transient(r.err) {
+			return nil, fmt.Errorf("zookeeper %v: get %s: %w: %w", c.servers, path, ErrUnavailable, r.err)
+		}
 		if r.err != nil {
 			return nil, fmt.Errorf("zookeeper %v: get %s: %w", c.servers, path, r.err)
 		}

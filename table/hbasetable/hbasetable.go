@@ -71,16 +71,7 @@ func isClass(err error, class string) bool {
 func (db *DB) CreateTable(ctx context.Context, spec table.TableSpec) error {
 	fams := make([]hrpc.Family, len(spec.Families))
 	for i, f := range spec.Families {
-		fams[i] = hrpc.Family{
-			Name: f.Name, MaxVersions: f.MaxVersions, TTL: f.TTL,
-			BloomFilter: f.BloomFilter, DataBlockEncoding: f.DataBlockEncoding, Compression: f.Compression,
-			// The table contract: a cell written after a Delete is visible,
-			// even with an older timestamp (retried and late samples).
-			NewVersionBehavior: true,
-		}
-		if fams[i].MaxVersions == 0 {
-			fams[i].MaxVersions = 1
-		}
+		fams[i] = family(f)
 	}
 	err := db.c.CreateTable(ctx, spec.Name, fams, spec.SplitKeys)
 	if isClass(err, hrpc.TableExists) {
@@ -103,4 +94,51 @@ func (db *DB) Table(ctx context.Context, name string) (table.Table, error) {
 		return nil, fmt.Errorf("hbasetable: open %s: %w", name, err)
 	}
 	return &Table{c: db.c, name: name}, nil
+}
+
+// family maps a family spec onto HBase's attributes.
+func family(f table.FamilySpec) hrpc.Family {
+	h := hrpc.Family{
+		Name: f.Name, MaxVersions: f.MaxVersions, TTL: f.TTL,
+		BloomFilter: f.BloomFilter, DataBlockEncoding: f.DataBlockEncoding, Compression: f.Compression,
+		InMemory: f.InMemory, NewVersionBehavior: f.NewVersionBehavior,
+	}
+	if h.MaxVersions == 0 {
+		h.MaxVersions = 1
+	}
+	return h
+}
+
+// Describe reads the table's families from its descriptor.
+func (db *DB) Describe(ctx context.Context, name string) (table.TableSpec, error) {
+	fams, err := db.c.TableFamilies(ctx, name)
+	if hbase.IsTableNotFound(err) {
+		return table.TableSpec{}, fmt.Errorf("hbasetable: describe %s: %w", name, table.ErrTableNotFound)
+	}
+	if err != nil {
+		return table.TableSpec{}, fmt.Errorf("hbasetable: %w", err)
+	}
+	spec := table.TableSpec{Name: name, Families: make([]table.FamilySpec, len(fams))}
+	for i, f := range fams {
+		spec.Families[i] = table.FamilySpec{
+			Name: f.Name, MaxVersions: f.MaxVersions, TTL: f.TTL,
+			BloomFilter: f.BloomFilter, DataBlockEncoding: f.DataBlockEncoding, Compression: f.Compression,
+			InMemory: f.InMemory, NewVersionBehavior: f.NewVersionBehavior,
+		}
+	}
+	return spec, nil
+}
+
+// AlterFamily replaces the family's descriptor with fam's attributes, all
+// of them (what fam leaves empty returns to HBase's default), and waits
+// until every region has reopened with it.
+func (db *DB) AlterFamily(ctx context.Context, name string, fam table.FamilySpec) error {
+	err := db.c.ModifyFamily(ctx, name, family(fam))
+	if hbase.IsTableNotFound(err) {
+		return fmt.Errorf("hbasetable: alter family %s of %s: %w", fam.Name, name, table.ErrTableNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("hbasetable: %w", err)
+	}
+	return nil
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // Filter maps scan options to HBase's server-side filters: the key filter
-// to RowFilter (regex) and FuzzyRowFilter, KeyOnly and FirstCellOnly to
-// their filters, all in one MUST_PASS_ALL list. Nil when nothing filters.
+// to RowFilter (regex) and FuzzyRowFilter, KeyOnly to KeyOnlyFilter, all in
+// one MUST_PASS_ALL list. Nil when nothing filters. FirstCellOnly is no
+// filter (see Scan).
 func Filter(opts *table.ScanOptions) hrpc.Filter {
 	var fs []hrpc.Filter
 	if f := opts.Filter; f != nil {
@@ -25,9 +26,6 @@ func Filter(opts *table.ScanOptions) hrpc.Filter {
 		if len(f.Fuzzy) > 0 {
 			fs = append(fs, fuzzyFilter(f.Fuzzy))
 		}
-	}
-	if opts.FirstCellOnly {
-		fs = append(fs, hrpc.FirstKeyOnlyFilter{})
 	}
 	if opts.KeyOnly {
 		fs = append(fs, hrpc.KeyOnlyFilter{})
@@ -74,15 +72,25 @@ func (t *Table) Scan(ctx context.Context, opts table.ScanOptions) table.Scanner 
 	if opts.Family != "" {
 		s.Families = [][]byte{[]byte(opts.Family)}
 	}
-	return &scanner{sc: t.c.Scan(ctx, t.name, s, hbase.ScanOptions{RowsPerCall: opts.RowsPerCall}), name: t.name}
+	if opts.FirstCellOnly {
+		// The store limit, not FirstKeyOnlyFilter: filters see cells before
+		// HBase resolves deletes on a NEW_VERSION_BEHAVIOR family, so the
+		// filter could stop at a deleted cell and hide the whole row (seen
+		// after the compactor deleted a row's raw cells). The scanner keeps
+		// the first cell of a row of several families.
+		s.CellsPerFamily = 1
+	}
+	sc := t.c.Scan(ctx, t.name, s, hbase.ScanOptions{RowsPerCall: opts.RowsPerCall})
+	return &scanner{sc: sc, name: t.name, firstOnly: opts.FirstCellOnly}
 }
 
 type scanner struct {
-	sc    *hbase.Scanner
-	name  string
-	cells []table.Cell
-	fam   string
-	row   table.Row
+	sc        *hbase.Scanner
+	name      string
+	firstOnly bool
+	cells     []table.Cell
+	fam       string
+	row       table.Row
 }
 
 func (s *scanner) Next() bool {
@@ -91,6 +99,9 @@ func (s *scanner) Next() bool {
 	}
 	r := s.sc.At()
 	s.cells = convert(s.cells[:0], r.Cells, &s.fam)
+	if s.firstOnly && len(s.cells) > 1 {
+		s.cells = s.cells[:1]
+	}
 	s.row = table.Row{Key: r.Key, Cells: s.cells}
 	return true
 }

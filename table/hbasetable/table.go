@@ -144,16 +144,70 @@ func (t *Table) Increment(ctx context.Context, row []byte, family string, qualif
 
 // CheckAndPut writes put if the cell holds expected (absent when nil).
 func (t *Table) CheckAndPut(ctx context.Context, row []byte, family string, qualifier, expected []byte, put []table.Cell) (bool, error) {
-	m := &hrpc.Mutation{Type: hrpc.MutationPut, Row: row}
-	for _, c := range put {
-		if !bytes.Equal(c.Row, row) {
-			return false, fmt.Errorf("hbasetable: check-and-put of row %q with a cell of row %q", row, c.Row)
-		}
-		m.Cells = append(m.Cells, hrpc.MutationCell{Family: []byte(c.Family), Qualifier: c.Qualifier, Timestamp: c.Timestamp, Type: hrpc.TypePut, Value: c.Value})
+	m, err := putMutation(row, put)
+	if err != nil {
+		return false, err
 	}
 	ok, err := t.c.CheckAndPut(ctx, t.name, m, []byte(family), qualifier, expected)
 	if err != nil {
 		return false, fmt.Errorf("hbasetable: %w", err)
 	}
 	return ok, nil
+}
+
+// putMutation makes the put of a conditional write: cells of row only.
+func putMutation(row []byte, put []table.Cell) (*hrpc.Mutation, error) {
+	m := &hrpc.Mutation{Type: hrpc.MutationPut, Row: row, Cells: make([]hrpc.MutationCell, 0, len(put))}
+	for _, c := range put {
+		if !bytes.Equal(c.Row, row) {
+			return nil, fmt.Errorf("hbasetable: check-and-put of row %q with a cell of row %q", row, c.Row)
+		}
+		m.Cells = append(m.Cells, hrpc.MutationCell{Family: []byte(c.Family), Qualifier: c.Qualifier, Timestamp: c.Timestamp, Type: hrpc.TypePut, Value: c.Value})
+	}
+	return m, nil
+}
+
+// CheckAndPutBatch applies the conditional puts with one Multi per region
+// server. On error, written holds the outcomes known.
+func (t *Table) CheckAndPutBatch(ctx context.Context, puts []table.CondPut) ([]bool, error) {
+	if len(puts) == 0 {
+		return []bool{}, nil
+	}
+	cps := make([]hbase.CondPut, len(puts))
+	for i := range puts {
+		p := &puts[i]
+		m, err := putMutation(p.Row, p.Put)
+		if err != nil {
+			return nil, err
+		}
+		cps[i] = hbase.CondPut{Put: m, Family: []byte(p.Family), Qualifier: p.Qualifier, Expected: p.Expected}
+	}
+	written, err := t.c.CheckAndPutBatch(ctx, t.name, cps)
+	if err != nil {
+		return written, fmt.Errorf("hbasetable: check-and-put %d rows in %s: %w", len(puts), t.name, err)
+	}
+	return written, nil
+}
+
+// DeleteVersions removes exactly the versions given, with one batched
+// Multi per region server.
+func (t *Table) DeleteVersions(ctx context.Context, cells []table.Cell) error {
+	if len(cells) == 0 {
+		return nil
+	}
+	for i := range cells {
+		if cells[i].Timestamp == table.LatestTimestamp || cells[i].Family == "" {
+			return fmt.Errorf("hbasetable: delete versions from %s: cell %d: want a family and an exact timestamp", t.name, i)
+		}
+	}
+	muts := mutations(cells, func(c *table.Cell) (hrpc.MutationCell, bool) {
+		return hrpc.MutationCell{Family: []byte(c.Family), Qualifier: c.Qualifier, Timestamp: c.Timestamp, Type: hrpc.TypeDelete}, true
+	})
+	for _, m := range muts {
+		m.Type = hrpc.MutationDelete
+	}
+	if err := t.c.MutateBatch(ctx, t.name, muts); err != nil {
+		return fmt.Errorf("hbasetable: delete %d versions from %s: %w", len(cells), t.name, err)
+	}
+	return nil
 }

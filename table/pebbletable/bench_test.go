@@ -148,3 +148,45 @@ func BenchmarkGet(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckAndPutBatch writes 100 rows conditionally, half of them
+// winning (absent expected on rows written in an earlier round).
+func BenchmarkCheckAndPutBatch(b *testing.B) {
+	tb := benchTable(b, Options{})
+	ctx := context.Background()
+	puts := make([]table.CondPut, 100)
+	round := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range puts {
+			row := benchRow(nil, round*50+i)
+			puts[i] = table.CondPut{Row: row, Family: "t", Qualifier: []byte("id"),
+				Put: []table.Cell{{Row: row, Family: "t", Qualifier: []byte("id"), Timestamp: 1, Value: []byte("v")}}}
+		}
+		if _, err := tb.CheckAndPutBatch(ctx, puts); err != nil {
+			b.Fatal(err)
+		}
+		round++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(puts)), "ns/put")
+}
+
+// BenchmarkDeleteVersions deletes 1000 cells by exact version, as the
+// compactor does after folding raw samples into a chunk.
+func BenchmarkDeleteVersions(b *testing.B) {
+	tb := benchTable(b, Options{})
+	ctx := context.Background()
+	cells := benchCells(1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		if err := tb.Put(ctx, cells); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := tb.DeleteVersions(ctx, cells); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(cells)), "ns/cell")
+}

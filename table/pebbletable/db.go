@@ -29,8 +29,10 @@ import (
 type Options struct {
 	// Now is the clock that TTLs and LatestTimestamp count from (nil: time.Now).
 	Now func() time.Time
-	// SweepInterval is how often expired cells are physically deleted
-	// (0: one hour; negative: never).
+	// SweepInterval is how often the sweeper looks for tables due a sweep,
+	// the physical deletion of expired cells (0: one hour; negative: never).
+	// A table is swept once every eighth of its shortest TTL, or every
+	// SweepInterval if that is longer (see sweep.go).
 	SweepInterval time.Duration
 	// Logger receives the backend's and Pebble's logs (nil: slog.Default()).
 	Logger *slog.Logger
@@ -65,6 +67,32 @@ type familyRecord struct {
 	Name        string `json:"name"`
 	TTLMillis   int64  `json:"ttl_ms,omitempty"`
 	MaxVersions int    `json:"max_versions,omitempty"`
+	// Recorded as asked, not applied (Pebble has no such notions), so that
+	// Describe answers what the table was created or altered with and a
+	// caller comparing specs sees no difference to mend.
+	BloomFilter        string `json:"bloom_filter,omitempty"`
+	DataBlockEncoding  string `json:"data_block_encoding,omitempty"`
+	Compression        string `json:"compression,omitempty"`
+	InMemory           bool   `json:"in_memory,omitempty"`
+	NewVersionBehavior bool   `json:"new_version_behavior,omitempty"`
+}
+
+// newFamilyRecord is the catalog entry of a family spec.
+func newFamilyRecord(f table.FamilySpec) familyRecord {
+	return familyRecord{
+		Name: f.Name, TTLMillis: f.TTL.Milliseconds(), MaxVersions: f.MaxVersions,
+		BloomFilter: f.BloomFilter, DataBlockEncoding: f.DataBlockEncoding, Compression: f.Compression,
+		InMemory: f.InMemory, NewVersionBehavior: f.NewVersionBehavior,
+	}
+}
+
+// spec is the family spec of a catalog entry.
+func (f familyRecord) spec() table.FamilySpec {
+	return table.FamilySpec{
+		Name: f.Name, TTL: time.Duration(f.TTLMillis) * time.Millisecond, MaxVersions: f.MaxVersions,
+		BloomFilter: f.BloomFilter, DataBlockEncoding: f.DataBlockEncoding, Compression: f.Compression,
+		InMemory: f.InMemory, NewVersionBehavior: f.NewVersionBehavior,
+	}
 }
 
 // Open opens (creating it if needed) the database in dir.
@@ -155,7 +183,7 @@ func (db *DB) CreateTable(ctx context.Context, spec table.TableSpec) error {
 		if f.Name == "" || f.TTL < 0 {
 			return fmt.Errorf("create table %q: invalid family %+v", spec.Name, f)
 		}
-		rec.Families = append(rec.Families, familyRecord{Name: f.Name, TTLMillis: f.TTL.Milliseconds(), MaxVersions: f.MaxVersions})
+		rec.Families = append(rec.Families, newFamilyRecord(f))
 	}
 	slices.SortFunc(rec.Families, func(a, b familyRecord) int { return cmpString(a.Name, b.Name) })
 	for i := 1; i < len(rec.Families); i++ {

@@ -6,7 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
+	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -21,17 +22,24 @@ type tbl struct {
 	prefix   []byte   // the table's key prefix
 	end      []byte   // the first key after the table
 	families []string // sorted; a family's index is its key byte
-	ttls     []int64  // per family, milliseconds; 0: forever
+	// ttls are per family, in milliseconds (0: forever). AlterFamily changes
+	// them while reads run: the retention horizon moves at once.
+	ttls []atomic.Int64
+	rec  tableRecord // the catalog entry; guarded by db.mu
+	// lastSweep is when the background sweeper last began a pass over the
+	// table, on the DB's clock; guarded by db.sweepMu.
+	lastSweep time.Time
 }
 
 var _ table.Table = (*tbl)(nil)
 
 func newTbl(db *DB, name string, rec tableRecord) *tbl {
-	t := &tbl{db: db, name: name, id: rec.ID, prefix: appendTablePrefix(nil, rec.ID)}
+	t := &tbl{db: db, name: name, id: rec.ID, prefix: appendTablePrefix(nil, rec.ID), rec: rec}
 	t.end = prefixSuccessor(t.prefix)
-	for _, f := range rec.Families {
+	t.ttls = make([]atomic.Int64, len(rec.Families))
+	for i, f := range rec.Families {
 		t.families = append(t.families, f.Name)
-		t.ttls = append(t.ttls, f.TTLMillis)
+		t.ttls[i].Store(f.TTLMillis)
 	}
 	return t
 }
@@ -49,7 +57,8 @@ func (t *tbl) family(name string) (byte, error) {
 // cutoffs returns, per family, the oldest visible timestamp.
 func (t *tbl) cutoffs(dst []int64, now int64) []int64 {
 	dst = dst[:0]
-	for _, ttl := range t.ttls {
+	for i := range t.ttls {
+		ttl := t.ttls[i].Load()
 		c := int64(-1 << 63)
 		if ttl > 0 {
 			c = now - ttl
@@ -60,7 +69,7 @@ func (t *tbl) cutoffs(dst []int64, now int64) []int64 {
 }
 
 func (t *tbl) visible(family byte, ts, now int64) bool {
-	ttl := t.ttls[family]
+	ttl := t.ttls[family].Load()
 	return ttl == 0 || ts >= now-ttl
 }
 
@@ -170,92 +179,6 @@ func (t *tbl) Delete(ctx context.Context, cells []table.Cell) error {
 	return nil
 }
 
-// Get implements table.Table. The rows it returns are the caller's.
-func (t *tbl) Get(ctx context.Context, family string, keys [][]byte) ([]table.Row, error) {
-	if err := t.db.check(ctx); err != nil {
-		return nil, err
-	}
-	fam := -1
-	if family != "" {
-		f, err := t.family(family)
-		if err != nil {
-			return nil, fmt.Errorf("get: %w", err)
-		}
-		fam = int(f)
-	}
-	it, err := t.db.pdb.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: t.prefix, UpperBound: t.end})
-	if err != nil {
-		return nil, fmt.Errorf("get in %q: %w", t.name, err)
-	}
-	defer it.Close()
-	now := t.db.nowMillis()
-	rows := make([]table.Row, len(keys))
-	// All cells go to one slice and all bytes to one arena, which grow
-	// amortized. Rows slice the cells at the end, once they no longer move;
-	// slices into an outgrown arena stay valid, as the arena only appends.
-	var (
-		cells  []table.Cell
-		ends   = make([]int, len(keys))
-		prefix []byte
-		arena  []byte
-	)
-	for i, key := range keys {
-		if i == 1 || i == 8 {
-			// Size for all rows from the first ones: one allocation instead of
-			// a doubling series, when rows are alike (they usually are).
-			cells = slices.Grow(cells, len(cells)*(len(keys)-i)/i)
-			arena = slices.Grow(arena, len(arena)*(len(keys)-i)/i)
-		}
-		rows[i].Key = key
-		prefix = appendRowPrefix(prefix[:0], t.id, key)
-		seek := prefix
-		if fam >= 0 {
-			seek = append(prefix, byte(fam))
-		}
-		for it.SeekGE(seek); it.Valid(); it.Next() {
-			k := it.Key()
-			if !bytes.HasPrefix(k, seek) {
-				break
-			}
-			v, err := it.ValueAndErr()
-			if err != nil {
-				return nil, fmt.Errorf("get in %q: %w", t.name, err)
-			}
-			if len(v) < tsLen {
-				return nil, fmt.Errorf("get in %q: corrupt cell value of %d bytes", t.name, len(v))
-			}
-			f := k[len(prefix)]
-			ts := cellTimestamp(v)
-			if !t.visible(f, ts, now) {
-				continue
-			}
-			start := len(arena)
-			arena = append(arena, k[len(prefix)+1:]...)
-			q := len(arena)
-			arena = append(arena, v[tsLen:]...)
-			cells = append(cells, table.Cell{
-				Row:       key,
-				Family:    t.families[f],
-				Qualifier: arena[start:q:q],
-				Timestamp: ts,
-				Value:     arena[q:len(arena):len(arena)],
-			})
-		}
-		if err := it.Error(); err != nil {
-			return nil, fmt.Errorf("get in %q: %w", t.name, err)
-		}
-		ends[i] = len(cells)
-	}
-	start := 0
-	for i := range rows {
-		if ends[i] > start {
-			rows[i].Cells = cells[start:ends[i]:ends[i]]
-		}
-		start = ends[i]
-	}
-	return rows, nil
-}
-
 // Increment implements table.Table.
 func (t *tbl) Increment(ctx context.Context, row []byte, family string, qualifier []byte, delta int64) (int64, error) {
 	if err := t.db.check(ctx); err != nil {
@@ -295,7 +218,12 @@ func (t *tbl) Increment(ctx context.Context, row []byte, family string, qualifie
 
 // read returns a copy of the visible value under key.
 func (t *tbl) read(key []byte, fam byte, now int64) ([]byte, bool, error) {
-	v, closer, err := t.db.pdb.Get(key)
+	return t.readFrom(t.db.pdb, key, fam, now)
+}
+
+// readFrom is read from r: the DB, or an indexed batch over it.
+func (t *tbl) readFrom(r pebble.Reader, key []byte, fam byte, now int64) ([]byte, bool, error) {
+	v, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}

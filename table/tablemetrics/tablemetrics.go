@@ -64,6 +64,20 @@ func (d *instrumentedDB) CreateTable(ctx context.Context, spec table.TableSpec) 
 	return err
 }
 
+func (d *instrumentedDB) Describe(ctx context.Context, name string) (table.TableSpec, error) {
+	start := time.Now()
+	spec, err := d.DB.Describe(ctx, name)
+	d.m.op("describe", name).observe(start, err)
+	return spec, err
+}
+
+func (d *instrumentedDB) AlterFamily(ctx context.Context, name string, fam table.FamilySpec) error {
+	start := time.Now()
+	err := d.DB.AlterFamily(ctx, name, fam)
+	d.m.op("alter_family", name).observe(start, err)
+	return err
+}
+
 // op holds the children of one (op, table) pair, looked up once so the hot
 // path does no label hashing.
 type op struct {
@@ -85,6 +99,7 @@ func (o op) observe(start time.Time, err error) {
 type instrumentedTable struct {
 	t                                           table.Table
 	put, del, get, scan, increment, checkAndPut op
+	checkAndPutBatch, deleteVersions            op
 }
 
 func newTable(t table.Table, name string, m *Metrics) *instrumentedTable {
@@ -96,6 +111,9 @@ func newTable(t table.Table, name string, m *Metrics) *instrumentedTable {
 		scan:        m.op("scan", name),
 		increment:   m.op("increment", name),
 		checkAndPut: m.op("check_and_put", name),
+
+		checkAndPutBatch: m.op("check_and_put_batch", name),
+		deleteVersions:   m.op("delete_versions", name),
 	}
 }
 
@@ -132,6 +150,20 @@ func (t *instrumentedTable) CheckAndPut(ctx context.Context, row []byte, family 
 	ok, err := t.t.CheckAndPut(ctx, row, family, qualifier, expected, put)
 	t.checkAndPut.observe(start, err)
 	return ok, err
+}
+
+func (t *instrumentedTable) CheckAndPutBatch(ctx context.Context, puts []table.CondPut) ([]bool, error) {
+	start := time.Now()
+	written, err := t.t.CheckAndPutBatch(ctx, puts)
+	t.checkAndPutBatch.observe(start, err)
+	return written, err
+}
+
+func (t *instrumentedTable) DeleteVersions(ctx context.Context, cells []table.Cell) error {
+	start := time.Now()
+	err := t.t.DeleteVersions(ctx, cells)
+	t.deleteVersions.observe(start, err)
+	return err
 }
 
 // Scan is timed from the call to Close: the whole life of the scan, since a

@@ -42,7 +42,13 @@ func Run(t *testing.T, newDB func(t testing.TB) table.DB) {
 		{"KeyFilter", testKeyFilter},
 		{"Increment", testIncrement},
 		{"CheckAndPut", testCheckAndPut},
+		{"CheckAndPutBatch", testCheckAndPutBatch},
+		{"CheckAndPutBatchRetry", testCheckAndPutBatchRetry},
+		{"DeleteVersions", testDeleteVersions},
+		{"FirstCellAfterDeleteVersions", testFirstCellAfterDeleteVersions},
 		{"TTL", testTTL},
+		{"Describe", testDescribe},
+		{"AlterFamily", testAlterFamily},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Tests run side by side: on HBase most of the time goes to waiting
@@ -74,11 +80,17 @@ func (s *suite) tableName(t testing.TB) string {
 // returns it with its database.
 func (s *suite) newTable(t testing.TB, families ...table.FamilySpec) (table.DB, table.Table) {
 	t.Helper()
-	db := s.newDB(t)
 	if len(families) == 0 {
 		families = []table.FamilySpec{{Name: famA}, {Name: famB}}
 	}
-	spec := table.TableSpec{Name: s.tableName(t), Families: families}
+	return s.createTable(t, table.TableSpec{Name: s.tableName(t), Families: families})
+}
+
+// createTable creates the table spec describes (its name is the caller's)
+// and returns it with its database.
+func (s *suite) createTable(t testing.TB, spec table.TableSpec) (table.DB, table.Table) {
+	t.Helper()
+	db := s.newDB(t)
 	if err := db.CreateTable(t.Context(), spec); err != nil {
 		t.Fatalf("CreateTable(%q): %v", spec.Name, err)
 	}

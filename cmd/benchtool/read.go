@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gogo/protobuf/proto"
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/prompb"
+	"github.com/prometheus/prometheus/storage/remote"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+)
+
+// runRead reads the whole data set back, metric by metric, -concurrency
+// queries in flight, -reps times, and prints the median samples/s. Every
+// pass must return exactly series x rounds samples.
+func runRead(args []string) error {
+	fs := flag.NewFlagSet("read", flag.ExitOnError)
+	var d dataFlags
+	d.register(fs)
+	tgt := fs.String("target", "", "adapter=URL | prometheus=URL | opentsdb=URL")
+	mode := fs.String("mode", "streamed", "remote read response type: streamed | samples (OpenTSDB: /api/query)")
+	reps := fs.Int("reps", 3, "passes over everything; the median is reported")
+	warm := fs.Int("warmup-reps", 1, "untimed passes first (a restarted JVM compiles its read path)")
+	_ = fs.Parse(args)
+	t, err := parseTarget(*tgt)
+	if err != nil {
+		return err
+	}
+	if d.start == 0 {
+		return errors.New("-start is required")
+	}
+	set := seriesSet(d.run, d.series, d.metrics)
+	want := int64(d.series) * int64(d.rounds)
+	first, last := d.start+int64(d.skip)*d.step, d.start+int64(d.skip+d.rounds-1)*d.step
+	var queries []request
+	names := map[string]bool{}
+	for _, s := range set {
+		if names[s.metric] {
+			continue
+		}
+		names[s.metric] = true
+		q, err := readQuery(t, *mode, s.metric, first, last)
+		if err != nil {
+			return err
+		}
+		queries = append(queries, q)
+	}
+	via := *mode
+	if t.kind == "opentsdb" {
+		via = "api/query"
+	}
+	client := newHTTPClient(d.conc, 10*time.Minute)
+	var rates []float64
+	for rep := range *warm + *reps {
+		got, elapsed, err := readAll(context.Background(), client, t, *mode, queries, d.conc)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.kind, err)
+		}
+		if got != want {
+			return fmt.Errorf("%s read %d samples, want %d", t.kind, got, want)
+		}
+		if rep >= *warm {
+			rates = append(rates, float64(got)/elapsed.Seconds())
+		}
+	}
+	slices.Sort(rates)
+	fmt.Printf("target=%s via=%s samples=%d reps=%d samples_per_sec=%.0f min=%.0f max=%.0f\n",
+		t.kind, via, want, *reps, rates[len(rates)/2], rates[0], rates[len(rates)-1])
+	return nil
+}
+
+// readQuery encodes the query for every series of one metric in [first,
+// last] (ms, inclusive).
+func readQuery(t target, mode, metric string, first, last int64) (request, error) {
+	if t.kind == "opentsdb" {
+		// "none" returns every series on its own, without interpolation.
+		body, err := json.Marshal(map[string]any{
+			"start": first / 1000, "end": last / 1000,
+			"queries": []map[string]any{{"aggregator": "none", "metric": metric}},
+		})
+		return request{url: t.url + "/api/query", body: body,
+			headers: map[string]string{"Content-Type": "application/json"}}, err
+	}
+	rt := prompb.ReadRequest_SAMPLES
+	if mode == "streamed" {
+		rt = prompb.ReadRequest_STREAMED_XOR_CHUNKS
+	}
+	raw, err := proto.Marshal(&prompb.ReadRequest{
+		Queries: []*prompb.Query{{StartTimestampMs: first, EndTimestampMs: last,
+			Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: metric}}}},
+		AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{rt},
+	})
+	if err != nil {
+		return request{}, fmt.Errorf("encoding read request: %w", err)
+	}
+	return request{url: t.url + "/api/v1/read", body: snappy.Encode(nil, raw), headers: map[string]string{
+		"Content-Encoding":                 "snappy",
+		"Content-Type":                     "application/x-protobuf",
+		"X-Prometheus-Remote-Read-Version": "0.1.0",
+	}}, nil
+}
+
+func readAll(ctx context.Context, client *http.Client, t target, mode string, queries []request, conc int) (int64, time.Duration, error) {
+	var (
+		next, samples atomic.Int64
+		wg            sync.WaitGroup
+		mu            sync.Mutex
+		firstErr      error
+	)
+	begin := time.Now()
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(queries) {
+					return
+				}
+				n, err := readOne(ctx, client, t, mode, queries[i])
+				if err != nil {
+					mu.Lock()
+					firstErr = cmp.Or(firstErr, err)
+					mu.Unlock()
+					return
+				}
+				samples.Add(n)
+			}
+		}()
+	}
+	wg.Wait()
+	return samples.Load(), time.Since(begin), firstErr
+}
+
+func readOne(ctx context.Context, client *http.Client, t target, mode string, q request) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, q.url, bytes.NewReader(q.body))
+	if err != nil {
+		return 0, err
+	}
+	for k, v := range q.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return 0, fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+	}
+	switch {
+	case t.kind == "opentsdb":
+		return countOpenTSDB(resp.Body)
+	case mode == "streamed":
+		return countStreamed(resp.Body)
+	}
+	return countSamples(resp.Body)
+}
+
+func countOpenTSDB(r io.Reader) (int64, error) {
+	var results []struct {
+		DPs map[string]json.RawMessage `json:"dps"`
+	}
+	if err := json.NewDecoder(r).Decode(&results); err != nil {
+		return 0, fmt.Errorf("decoding /api/query answer: %w", err)
+	}
+	var n int64
+	for _, s := range results {
+		n += int64(len(s.DPs))
+	}
+	return n, nil
+}
+
+func countSamples(r io.Reader) (int64, error) {
+	compressed, err := io.ReadAll(r)
+	if err != nil {
+		return 0, err
+	}
+	raw, err := snappy.Decode(nil, compressed)
+	if err != nil {
+		return 0, fmt.Errorf("decoding snappy: %w", err)
+	}
+	var resp prompb.ReadResponse
+	if err := proto.Unmarshal(raw, &resp); err != nil {
+		return 0, fmt.Errorf("decoding read response: %w", err)
+	}
+	var n int64
+	for _, q := range resp.Results {
+		for _, ts := range q.Timeseries {
+			n += int64(len(ts.Samples))
+		}
+	}
+	return n, nil
+}
+
+func countStreamed(r io.Reader) (int64, error) {
+	cr := remote.NewChunkedReader(r, 50<<20, nil)
+	var n int64
+	for {
+		var resp prompb.ChunkedReadResponse
+		err := cr.NextProto(&resp)
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("decoding frame: %w", err)
+		}
+		for _, s := range resp.ChunkedSeries {
+			for _, ch := range s.Chunks {
+				c, err := chunkenc.FromData(chunkenc.Encoding(ch.Type), ch.Data)
+				if err != nil {
+					return n, fmt.Errorf("decoding chunk: %w", err)
+				}
+				n += int64(c.NumSamples())
+			}
+		}
+	}
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// A record is one line of figures: step=... then what a subcommand printed.
+type record map[string]string
+
+func (r record) num(k string) float64 {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(r[k], "s"), 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+type records []record
+
+// find returns the first record whose fields include every key=value of kv.
+func (rs records) find(kv ...string) record {
+next:
+	for _, r := range rs {
+		for i := 0; i+1 < len(kv); i += 2 {
+			if r[kv[i]] != kv[i+1] {
+				continue next
+			}
+		}
+		return r
+	}
+	return record{}
+}
+
+// findTable returns the bytes of the table of a step whose name ends in
+// suffix.
+func (rs records) findTable(step, suffix string) float64 {
+	for _, r := range rs {
+		if r["step"] == step && strings.HasSuffix(r["table"], suffix) {
+			return r.num("hfile_bytes")
+		}
+	}
+	return 0
+}
+
+func parseRecords(in io.Reader) (records, error) {
+	var rs records
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		r := record{}
+		for _, f := range strings.Fields(sc.Text()) {
+			if k, v, ok := strings.Cut(f, "="); ok {
+				r[k] = v
+			}
+		}
+		if r["step"] != "" {
+			rs = append(rs, r)
+		}
+	}
+	return rs, sc.Err()
+}
+
+// runReport turns the records of one `make bench` run into the Markdown
+// tables of BENCHMARKS.md, ratios included.
+func runReport(args []string) error {
+	fs := flag.NewFlagSet("report", flag.ExitOnError)
+	samples := fs.Float64("samples", 0, "samples of the disk-usage data set")
+	_ = fs.Parse(args)
+	if fs.NArg() != 1 || *samples == 0 {
+		return errors.New("usage: benchtool report -samples N RESULTS_FILE")
+	}
+	f, err := os.Open(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rs, err := parseRecords(f)
+	if err != nil {
+		return err
+	}
+	reportCold(rs)
+	reportBytes(rs, *samples)
+	reportRead(rs)
+	reportIngest(rs)
+	return nil
+}
+
+func ratio(a, b float64) string {
+	if a == 0 || b == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+func fig(v float64, prec int) string {
+	if v == 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64)
+}
+
+func reportCold(rs records) {
+	a1, o1 := rs.find("step", "cold", "target", "adapter", "phase", "first-request"), rs.find("step", "cold", "target", "opentsdb", "phase", "first-request")
+	a2, o2 := rs.find("step", "cold", "target", "adapter", "phase", "sustained"), rs.find("step", "cold", "target", "opentsdb", "phase", "sustained")
+	fmt.Printf("UID cold start (%s series, %s new strings in one request; then new series for a while, %s per request, %s in flight):\n\n",
+		a1["series"], a1["new_strings"], a2["batch"], a2["concurrency"])
+	fmt.Println("| measure | adapter | OpenTSDB | adapter / OpenTSDB |")
+	fmt.Println("|---|---|---|---|")
+	row := func(name string, a, o float64, prec int) {
+		fmt.Printf("| %s | %s | %s | %s |\n", name, fig(a, prec), fig(o, prec), ratio(a, o))
+	}
+	row("first request: seconds until the 2xx", a1.num("seconds"), o1.num("seconds"), 2)
+	fmt.Printf("| first request: retried 5xx answers | %s | %s | |\n", a1["retries"], o1["retries"])
+	row("first request: new strings/s", a1.num("new_strings")/a1.num("seconds"), o1.num("new_strings")/o1.num("seconds"), 0)
+	row("sustained: new strings/s", a2.num("strings_per_sec"), o2.num("strings_per_sec"), 0)
+	row("HBase CPU-s per 1,000 new strings, first request", a1.num("cpu_s_hbase_per_1000_strings"), o1.num("cpu_s_hbase_per_1000_strings"), 2)
+	row("HBase CPU-s per 1,000 new strings, sustained", a2.num("cpu_s_hbase_per_1000_strings"), o2.num("cpu_s_hbase_per_1000_strings"), 2)
+	row("adapter / TSD CPU-s per 1,000 new strings, sustained", a2.num("cpu_s_adapter_per_1000_strings"), o2.num("cpu_s_tsd_per_1000_strings"), 2)
+	fmt.Println()
+}
+
+func reportBytes(rs records, samples float64) {
+	pb := rs.find("step", "promblock")
+	raw, comp := rs.findTable("bytes", "prom-data"), rs.findTable("bytes-compacted", "prom-data")
+	otsdb := rs.findTable("bytes", "tsdb")
+	prom := pb.num("block_bytes")
+	fmt.Printf("Bytes on disk, %.0f samples (data table HFiles after flush + major compaction; the Prometheus block's whole directory):\n\n", samples)
+	fmt.Println("| store | bytes | bytes/sample | / OpenTSDB | / Prometheus block |")
+	fmt.Println("|---|---|---|---|---|")
+	row := func(name string, b float64) {
+		fmt.Printf("| %s | %s | %s | %s | %s |\n", name, fig(b, 0), fig(b/samples, 2), ratio(b, otsdb), ratio(b, prom))
+	}
+	row("adapter, raw cells", raw)
+	row("adapter, compacted", comp)
+	row("OpenTSDB 2.4.1, after its row compaction", otsdb)
+	row("Prometheus TSDB block", prom)
+	au, ou := rs.findTable("bytes", "prom-uid"), rs.findTable("bytes", "tsdb-uid")
+	fmt.Printf("\nUID tables for the same %s strings: adapter %s bytes, OpenTSDB %s bytes (%s x).\n\n",
+		rs.find("step", "load")["strings"], fig(au, 0), fig(ou, 0), ratio(au, ou))
+}
+
+func reportRead(rs records) {
+	get := func(target, via string) float64 {
+		return rs.find("step", "read", "target", target, "via", via).num("samples_per_sec")
+	}
+	o := get("opentsdb", "api/query")
+	ps, pm := get("prometheus", "streamed"), get("prometheus", "samples")
+	as, am := get("adapter", "streamed"), get("adapter", "samples")
+	fmt.Println("Read everything back, metric by metric, 4 queries in flight, after major compaction (median of the passes):")
+	fmt.Println()
+	fmt.Println("| reader | samples/s | / OpenTSDB | / Prometheus, same response type |")
+	fmt.Println("|---|---|---|---|")
+	fmt.Printf("| adapter, streamed remote read | %s | %s | %s |\n", fig(as, 0), ratio(as, o), ratio(as, ps))
+	fmt.Printf("| adapter, sampled remote read | %s | %s | %s |\n", fig(am, 0), ratio(am, o), ratio(am, pm))
+	fmt.Printf("| OpenTSDB /api/query (aggregator none) | %s | 1.00 | |\n", fig(o, 0))
+	fmt.Printf("| Prometheus, streamed remote read | %s | %s | 1.00 |\n", fig(ps, 0), ratio(ps, o))
+	fmt.Printf("| Prometheus, sampled remote read | %s | %s | 1.00 |\n", fig(pm, 0), ratio(pm, o))
+	fmt.Println()
+}
+
+func reportIngest(rs records) {
+	fmt.Println("Ingest until durable, 4 requests in flight (CPU: adapter + HBase against TSD + HBase):")
+	fmt.Println()
+	fmt.Println("| samples/request | adapter samples/s | OpenTSDB samples/s | adapter / OpenTSDB | adapter+HBase CPU-s per M samples | TSD+HBase CPU-s per M samples | adapter / OpenTSDB |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, n := range []string{"2000", "200"} {
+		a := rs.find("step", "ingest", "target", "adapter", "samples_per_request", n)
+		o := rs.find("step", "ingest", "target", "opentsdb", "samples_per_request", n)
+		ar, or := a.num("samples_per_sec"), o.num("samples_per_sec")
+		ac, oc := a.num("cpu_s_total_per_million"), o.num("cpu_s_total_per_million")
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s |\n", n, fig(ar, 0), fig(or, 0), ratio(ar, or), fig(ac, 1), fig(oc, 1), ratio(ac, oc))
+	}
+	fmt.Println()
+}

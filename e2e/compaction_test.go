@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/prometheus/prompb"
+)
+
+// compactorArgs make the compactor of the suite's adapters take closed
+// hours within about a minute and a half of their last write (the
+// production defaults wait ten minutes past the hour and pass every
+// minute).
+var compactorArgs = []string{"--compactor.interval=10s", "--compactor.max-clock-skew=1s"}
+
+// compactionRounds is issue 11's end-to-end check: once the adapters'
+// compactors have folded the history into chunks, every question is asked
+// again; then late samples are written into compacted hours (they land as
+// raw cells beside the chunks) and asked about; then, once the next passes
+// have folded those in too, once more.
+func (s *suite) compactionRounds() {
+	t := s.t
+	before := s.waitCompacted(0)
+	t.Logf("compactors: %.0f series-hours compacted, %.0f raw cells deleted", before.hours, before.deleted)
+	if before.hours < float64(len(s.hist.series))*24 {
+		t.Fatalf("only %.0f series-hours compacted; the history alone has %d series x 72 hours", before.hours, len(s.hist.series))
+	}
+	all := query{expr: `count_over_time({job="e2e-history"}[4d])`, end: s.hist.end.Add(time.Minute)}
+	sum := query{expr: `sum_over_time(e2e_history_gauge[4d])`, end: s.hist.end.Add(time.Minute), approx: true}
+	s.round("compacted", []query{all, sum})
+
+	late := s.lateSamples()
+	s.writeBoth(0, late)
+	s.faults = append(s.faults, fmt.Sprintf("compaction: %d late samples written into compacted hours", countSamples(late)))
+	s.round("late samples", []query{all, sum})
+
+	after := s.waitCompacted(before.deleted + float64(countSamples(late)))
+	t.Logf("compactors: late samples folded in (%.0f raw cells deleted in all)", after.deleted)
+	s.round("refolded", []query{all, sum})
+}
+
+type compactorState struct{ hours, deleted, lag float64 }
+
+// waitCompacted waits until the adapters' compactors report no closed hour
+// left and at least minDeleted raw cells deleted between them.
+func (s *suite) waitCompacted(minDeleted float64) compactorState {
+	deadline := time.Now().Add(6 * time.Minute)
+	for {
+		var st compactorState
+		for _, url := range s.adapterURLs {
+			m, err := scrapeMetrics(s.ctx, url+"/metrics")
+			if err != nil {
+				s.t.Fatalf("metrics of %s: %v", url, err)
+			}
+			st.hours += m.get("promhbase_compactor_series_hours_total", "")
+			st.deleted += m.get("promhbase_compactor_raw_cells_deleted_total", "")
+			st.lag = max(st.lag, m.get("promhbase_compactor_lag_seconds", ""))
+		}
+		if st.hours > 0 && st.lag == 0 && st.deleted >= minDeleted {
+			return st
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("compactors did not catch up: %+v, want lag 0 and %.0f raw cells deleted", st, minDeleted)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// lateSamples are new samples, between the minute samples of the history,
+// for hours long compacted: early, in the middle and near the end.
+func (s *suite) lateSamples() []prompb.TimeSeries {
+	var out []prompb.TimeSeries
+	for _, h := range s.hist.series {
+		name, series := "", ""
+		for _, l := range h.Labels {
+			switch l.Name {
+			case "__name__":
+				name = l.Value
+			case "series":
+				series = l.Value
+			}
+		}
+		if name != "e2e_history_gauge" || (series != "3" && series != "4") {
+			continue
+		}
+		k, _ := strconv.Atoi(series)
+		var smp []prompb.Sample
+		for i, at := range []time.Time{s.hist.start.Add(2*time.Hour + 30*time.Second), s.hist.start.Add(40*time.Hour + 30*time.Second), s.hist.end.Add(-90*time.Minute - 30*time.Second)} {
+			smp = append(smp, prompb.Sample{Timestamp: at.UnixMilli(), Value: 1000*float64(k) + float64(i) + 0.25})
+		}
+		out = append(out, prompb.TimeSeries{Labels: h.Labels, Samples: smp})
+	}
+	return out
+}
+
+func countSamples(series []prompb.TimeSeries) int {
+	n := 0
+	for _, s := range series {
+		n += len(s.Samples)
+	}
+	return n
+}

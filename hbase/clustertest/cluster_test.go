@@ -1,0 +1,188 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prom-hbase/prom-hbase/hbase"
+	"github.com/prom-hbase/prom-hbase/hbase/hbasetest"
+	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
+)
+
+// EnvClusterDir names the run directory of the cluster the tests may
+// freeze, kill and restart servers of (HBASE_RUN_DIR of
+// scripts/hbase.sh cluster-start).
+const EnvClusterDir = "PROMHBASE_TEST_CLUSTER_DIR"
+
+// The client is configured as the adapter's defaults configure it:
+// --hbase.rpc-timeout=10s, and a write has --write.timeout=30s.
+const (
+	rpcTimeout   = 10 * time.Second
+	writeTimeout = 30 * time.Second
+)
+
+// cluster controls the servers of the test cluster through the script.
+type cluster struct {
+	t   *testing.T
+	dir string
+	zk  string
+}
+
+func newCluster(t *testing.T) *cluster {
+	dir := os.Getenv(EnvClusterDir)
+	if dir == "" {
+		t.Skip(EnvClusterDir + " is not set: run scripts/test-faults.sh (make test-faults)")
+	}
+	return &cluster{t: t, dir: dir, zk: hbasetest.ZK(t)}
+}
+
+// script runs scripts/hbase.sh with the cluster's run directory.
+func (cl *cluster) script(args ...string) string {
+	cl.t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	sh := filepath.Join(filepath.Dir(file), "..", "..", "scripts", "hbase.sh")
+	cmd := exec.Command(sh, args...)
+	cmd.Env = append(os.Environ(), "HBASE_RUN_DIR="+cl.dir)
+	out, err := cmd.Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		cl.t.Fatalf("hbase.sh %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (cl *cluster) addr(n int) string { return cl.script("rs-addr", fmt.Sprint(n)) }
+
+// running reports whether region server n has a live process.
+func (cl *cluster) running(n int) bool {
+	cmd := exec.Command(filepath.Join(cl.repo(), "scripts", "hbase.sh"), "rs-pid", fmt.Sprint(n))
+	cmd.Env = append(os.Environ(), "HBASE_RUN_DIR="+cl.dir)
+	return cmd.Run() == nil
+}
+
+func (cl *cluster) repo() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+func (cl *cluster) client() *hbase.Client {
+	c := hbase.New(hbase.Config{ZooKeeper: cl.zk, ZKRoot: hbasetest.ZKRoot(), RPCTimeout: rpcTimeout})
+	cl.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// splitKeys pre-split the table into regions "", k1, ..., k7: writes
+// (keyed k0...k7) reach every region.
+var splitKeys = []string{"k1", "k2", "k3", "k4", "k5", "k6", "k7"}
+
+// table creates a fresh table with regions on both servers and drops it
+// when the test ends.
+func (cl *cluster) table(c *hbase.Client, name string) string {
+	cl.t.Helper()
+	name = fmt.Sprintf("fault_%s_%d", name, time.Now().Unix()%1e6)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var keys [][]byte
+	for _, k := range splitKeys {
+		keys = append(keys, []byte(k))
+	}
+	if err := c.CreateTable(ctx, name, []hrpc.Family{{Name: "f", MaxVersions: 1}}, keys); err != nil {
+		cl.t.Fatalf("create %s: %v", name, err)
+	}
+	cl.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := c.DisableTable(ctx, name); err == nil {
+			_ = c.DeleteTable(ctx, name)
+		}
+	})
+	cl.spread(c, name)
+	return name
+}
+
+// spread moves regions so each server holds half of the table's regions:
+// a server that was restarted gets regions only when they are moved to it.
+func (cl *cluster) spread(c *hbase.Client, table string) {
+	cl.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	addrs := []string{cl.addr(1), cl.addr(2)}
+	regions, err := c.Regions(ctx, table)
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	for i, r := range regions {
+		want := addrs[i%2]
+		if r.Addr == want {
+			continue
+		}
+		key := r.Start
+		if len(key) == 0 {
+			key = []byte{0}
+		}
+		if err := c.MoveRegion(ctx, table, key, want); err != nil {
+			cl.t.Fatalf("move %s to %s: %v", r, want, err)
+		}
+	}
+	cl.waitPlaced(c, table, func(rs []*hbase.RegionInfo) bool {
+		for i, r := range rs {
+			if r.Addr != addrs[i%2] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitPlaced polls meta until ok holds for the table's regions.
+func (cl *cluster) waitPlaced(c *hbase.Client, table string, ok func([]*hbase.RegionInfo) bool) {
+	cl.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for {
+		rs, err := c.Regions(ctx, table)
+		if err == nil && ok(rs) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			cl.t.Fatalf("regions of %s not placed as wanted: %v %v", table, rs, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// restore brings region server n back if it is gone.
+func (cl *cluster) restore(n int) {
+	if !cl.running(n) {
+		cl.script("rs-start", fmt.Sprint(n))
+	}
+}
+
+// metaServer returns the number of the region server holding hbase:meta.
+func (cl *cluster) metaServer(c *hbase.Client) int {
+	cl.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	addr, err := c.MetaLocation(ctx)
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	for n := 1; n <= 2; n++ {
+		if cl.addr(n) == addr {
+			return n
+		}
+	}
+	cl.t.Fatalf("hbase:meta on %s, neither region server", addr)
+	return 0
+}

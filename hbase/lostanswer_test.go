@@ -1,0 +1,289 @@
+package hbase
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
+)
+
+// lossyProxy relays connections to a server, except that it loses the
+// first answer of the first drops connections: the request reaches the
+// server and is carried out, then the connection closes before the client
+// hears back. That is what a network cut or a server crash right after a
+// write does, and what makes a client retry a write that was applied.
+type lossyProxy struct {
+	ln      net.Listener
+	target  string
+	drops   atomic.Int32 // answers still to lose
+	dropped atomic.Int32
+	wg      sync.WaitGroup
+}
+
+func newLossyProxy(t *testing.T, target string, drops int32) *lossyProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &lossyProxy{ln: ln, target: target}
+	p.drops.Store(drops)
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *lossyProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *lossyProxy) serve() {
+	defer p.wg.Done()
+	var conns sync.WaitGroup
+	defer conns.Wait()
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		conns.Add(1)
+		go func() {
+			defer conns.Done()
+			p.relay(client)
+		}()
+	}
+}
+
+func (p *lossyProxy) relay(client net.Conn) {
+	defer client.Close()
+	server, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return
+	}
+	defer server.Close()
+	go func() {
+		_, _ = io.Copy(server, client)
+		server.Close()
+	}()
+	// The first bytes from the server are the first answer: HBase answers
+	// a connection header with silence.
+	buf := make([]byte, 64<<10)
+	n, err := server.Read(buf)
+	if err != nil {
+		return
+	}
+	if p.drops.Add(-1) >= 0 {
+		p.dropped.Add(1)
+		return // closes both sides: the answer is lost
+	}
+	if _, err := client.Write(buf[:n]); err != nil {
+		return
+	}
+	_, _ = io.Copy(client, server)
+}
+
+// routeThrough makes the client reach the region holding row through addr,
+// as if the region had moved there.
+func routeThrough(t *testing.T, c *Client, table string, row []byte, addr string) *RegionInfo {
+	t.Helper()
+	r, err := c.locate(testCtx(t), table, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := *r
+	moved.Addr = addr
+	c.cache.add(&moved)
+	return r
+}
+
+// TestIncrementLostAnswerAppliedOnce: an increment whose answer is lost is
+// retried with the same nonce, and HBase applies it once.
+func TestIncrementLostAnswerAppliedOnce(t *testing.T) {
+	c := testClient(t)
+	table := testTable(t, c)
+	ctx := testCtx(t)
+	row := []byte("counter")
+	if _, err := c.Increment(ctx, table, row, []byte("f"), []byte("n"), 10); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := c.locate(ctx, table, row)
+	p := newLossyProxy(t, r.Addr, 1)
+	routeThrough(t, c, table, row, p.addr())
+	n, err := c.Increment(ctx, table, row, []byte("f"), []byte("n"), 5)
+	if err != nil {
+		t.Fatalf("increment with a lost answer: %v", err)
+	}
+	if p.dropped.Load() != 1 {
+		t.Fatalf("the proxy lost %d answers, want 1: the retry was not provoked", p.dropped.Load())
+	}
+	cells, err := c.Get(ctx, table, &hrpc.Get{Row: row})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cells) != 1 || len(cells[0].Value) != 8 {
+		t.Fatalf("counter cell: %+v", cells)
+	}
+	if v := int64(binary.BigEndian.Uint64(cells[0].Value)); v != 15 || n != 15 {
+		t.Fatalf("counter %d, increment returned %d; want 15 and 15 (10 + 5 applied once)", v, n)
+	}
+}
+
+// TestCheckAndPutBatchLostAnswer: the conditional puts of a Multi whose
+// answer is lost are retried; the retry finds the cells as the first
+// attempt left them and reports false, while the puts of the other region,
+// answered the first time, are not sent again and report true.
+func TestCheckAndPutBatchLostAnswer(t *testing.T) {
+	c := testClient(t)
+	table := testTable(t, c, "m")
+	ctx := testCtx(t)
+	// Both regions cached first: a lookup of the second would bring the
+	// first back from meta, undoing the detour.
+	if _, err := c.locate(ctx, table, []byte("n")); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := c.locate(ctx, table, []byte("a"))
+	p := newLossyProxy(t, r.Addr, 1)
+	routeThrough(t, c, table, []byte("a"), p.addr())
+	rows := []string{"a1", "n1", "a2", "n2", "a3"}
+	puts := make([]CondPut, len(rows))
+	for i, row := range rows {
+		puts[i] = CondPut{Put: put(row, "f", "id", "v-"+row), Family: []byte("f"), Qualifier: []byte("id")}
+	}
+	written, err := c.CheckAndPutBatch(ctx, table, puts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.dropped.Load() != 1 {
+		t.Fatalf("the proxy lost %d answers, want 1", p.dropped.Load())
+	}
+	for i, row := range rows {
+		if want := row[0] == 'n'; written[i] != want {
+			t.Errorf("put %s: written %v, want %v", row, written[i], want)
+		}
+		cells, err := c.Get(ctx, table, &hrpc.Get{Row: []byte(row)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cells) != 1 || string(cells[0].Value) != "v-"+row {
+			t.Errorf("row %s holds %+v, want the value put", row, cells)
+		}
+	}
+}
+
+// TestCheckAndPutBatchStaleRegions: a batch sent with the locations of a
+// region that has split since is told so, relocates, and retries only
+// what the stale region refused.
+func TestCheckAndPutBatchStaleRegions(t *testing.T) {
+	c := testClient(t)
+	table := testTable(t, c)
+	ctx := testCtx(t)
+	const n = 400
+	var setup []*hrpc.Mutation
+	for i := 0; i < n; i += 2 {
+		setup = append(setup, put(rowKey(i), "f", "lock", "held"))
+	}
+	if err := c.MutateBatch(ctx, table, setup); err != nil {
+		t.Fatal(err)
+	}
+	// Another client splits the region; this one still has it cached whole.
+	other := testClient(t)
+	if err := other.SplitRegion(ctx, table, []byte(rowKey(n/2))); err != nil {
+		t.Fatal(err)
+	}
+	before := c.Stats().Relocations
+	puts := make([]CondPut, n)
+	for i := range puts {
+		puts[i] = CondPut{Put: put(rowKey(i), "f", "lock", "mine"), Family: []byte("f"), Qualifier: []byte("lock")}
+		if i%4 == 0 {
+			puts[i].Expected = []byte("held")
+		}
+	}
+	written, err := c.CheckAndPutBatch(ctx, table, puts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Stats().Relocations == before {
+		t.Errorf("no relocation: the batch did not meet the split region")
+	}
+	for i, w := range written {
+		// Absent expected on even rows (present) loses; "held" expected on
+		// rows divisible by 4 wins; absent expected on odd rows wins.
+		want := i%2 == 1 || i%4 == 0
+		if w != want {
+			t.Fatalf("put %d: written %v, want %v", i, w, want)
+		}
+	}
+}
+
+// TestDeleteOneVersion: a delete of one version (cell type Delete with a
+// timestamp) removes that version alone, as hbasetable's DeleteVersions
+// relies on.
+func TestDeleteOneVersion(t *testing.T) {
+	c := testClient(t)
+	ctx := testCtx(t)
+	table := testTable(t, c)
+	if err := c.ModifyFamily(ctx, table, hrpc.Family{Name: "g", MaxVersions: 3, NewVersionBehavior: true}); err != nil {
+		t.Fatal(err)
+	}
+	var muts []*hrpc.Mutation
+	for ts := int64(1000); ts <= 3000; ts += 1000 {
+		m := put("r", "g", "q", "v")
+		m.Cells[0].Timestamp = ts
+		muts = append(muts, m)
+	}
+	if err := c.MutateBatch(ctx, table, muts); err != nil {
+		t.Fatal(err)
+	}
+	del := &hrpc.Mutation{Type: hrpc.MutationDelete, Row: []byte("r"), Cells: []hrpc.MutationCell{{
+		Family: []byte("g"), Qualifier: []byte("q"), Timestamp: 2000, Type: hrpc.TypeDelete}}}
+	if err := c.MutateBatch(ctx, table, []*hrpc.Mutation{del}); err != nil {
+		t.Fatal(err)
+	}
+	cells, err := c.Get(ctx, table, &hrpc.Get{Row: []byte("r"), MaxVersions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, cl := range cells {
+		got = append(got, cl.Timestamp)
+	}
+	if len(got) != 2 || got[0] != 3000 || got[1] != 1000 {
+		t.Fatalf("versions after deleting 2000: %v, want [3000 1000]", got)
+	}
+}
+
+// TestModifyFamily: the descriptor read back has what ModifyFamily set,
+// and the other family is untouched.
+func TestModifyFamily(t *testing.T) {
+	c := testClient(t)
+	ctx := testCtx(t)
+	table := testTable(t, c)
+	want := hrpc.Family{Name: "f", MaxVersions: 2, TTL: 3600e9, BloomFilter: "ROWCOL", DataBlockEncoding: "PREFIX",
+		Compression: "NONE", InMemory: true, NewVersionBehavior: true}
+	if err := c.ModifyFamily(ctx, table, want); err != nil {
+		t.Fatal(err)
+	}
+	fams, err := c.TableFamilies(ctx, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fams) != 2 || fams[0] != want || fams[1].Name != "g" || fams[1].TTL != 0 || fams[1].InMemory {
+		t.Fatalf("families after ModifyFamily: %+v, want f as %+v and g untouched", fams, want)
+	}
+	err = c.ModifyFamily(ctx, table, hrpc.Family{Name: "nosuch"})
+	var x *Exception
+	if !errors.As(err, &x) {
+		t.Fatalf("ModifyFamily of an absent family: %v, want an HBase exception", err)
+	}
+	if err := c.ModifyFamily(context.Background(), "no_such_table_xyz", want); !IsTableNotFound(err) {
+		t.Fatalf("ModifyFamily of an absent table: %v", err)
+	}
+}

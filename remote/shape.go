@@ -1,0 +1,188 @@
+package remote
+
+import (
+	"unsafe"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/prom-hbase/prom-hbase/store"
+)
+
+// shape is what a scan of an encoded request finds before anything is
+// decoded: how many of each thing decoding will make. The arenas are sized
+// from it exactly, and the memory it implies is charged to the request
+// before it is allocated, so a request that compresses well (snappy expands
+// up to 21 times, and one byte of a 2.0 labels_refs becomes half a 32-byte
+// label) cannot make the adapter allocate more than it was allowed to.
+//
+// A scan allocates nothing. It stops at the first malformed field and
+// returns what it counted so far; decoding then reports the error.
+type shape struct {
+	series, labels, samples, symbols int
+	metadata                         int // entries, and for 2.0 index entries
+	strings                          int // label, symbol and metadata strings decoding may allocate
+}
+
+// What each decoded thing takes in the arenas, in bytes.
+const (
+	seriesCost = int64(unsafe.Sizeof(store.SeriesIn{})) + 4 // + its histogram count
+	labelCost  = int64(unsafe.Sizeof(labels.Label{}))
+	sampleCost = int64(unsafe.Sizeof(store.Sample{}))
+	symbolCost = int64(unsafe.Sizeof(""))
+	// A metadata entry, and for 2.0 its entry in the by-name index.
+	metadataCost = int64(unsafe.Sizeof(store.Metadata{})) + 64
+	// A string new to the interner: its map entry and the string header;
+	// the bytes themselves are counted as the decoded body's length, which
+	// bounds them all.
+	stringCost = 64
+)
+
+// memory is an upper bound of what decoding a message of decodedLen bytes
+// and shape s allocates.
+func (s shape) memory(decodedLen int) int64 {
+	return int64(s.series)*seriesCost + int64(s.labels)*labelCost + int64(s.samples)*sampleCost +
+		int64(s.symbols)*symbolCost + int64(s.metadata)*metadataCost +
+		int64(s.strings)*stringCost + int64(decodedLen)
+}
+
+// scanV1 counts what a prometheus.WriteRequest holds.
+func scanV1(b []byte) (s shape) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return s
+		}
+		b = b[n:]
+		if typ != protowire.BytesType || (num != 1 && num != 3) {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return s
+			}
+			b = b[n:]
+			continue
+		}
+		msg, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return s
+		}
+		b = b[n:]
+		if num == 3 {
+			s.metadata++
+			s.strings += min(3, len(msg)/3) // a non-empty string takes 3 bytes or more
+			continue
+		}
+		s.series++
+		s.scanV1Series(msg)
+	}
+	return s
+}
+
+func (s *shape) scanV1Series(b []byte) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return
+			}
+			b = b[n:]
+			continue
+		}
+		msg, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return
+		}
+		b = b[n:]
+		switch num {
+		case 1:
+			s.labels++
+			s.strings += min(2, len(msg)/3)
+		case 2:
+			s.samples++
+		}
+	}
+}
+
+// scanV2 counts what an io.prometheus.write.v2.Request holds.
+func scanV2(b []byte) (s shape) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return s
+		}
+		b = b[n:]
+		if typ != protowire.BytesType || (num != 4 && num != 5) {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return s
+			}
+			b = b[n:]
+			continue
+		}
+		msg, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return s
+		}
+		b = b[n:]
+		if num == 4 {
+			s.symbols++
+			if len(msg) > 0 {
+				s.strings++
+			}
+			continue
+		}
+		s.series++
+		s.scanV2Series(msg)
+	}
+	return s
+}
+
+func (s *shape) scanV2Series(b []byte) {
+	refs := 0
+	defer func() { s.labels += (refs + 1) / 2 }()
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return
+		}
+		b = b[n:]
+		if num == 1 && typ == protowire.BytesType {
+			packed, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return
+			}
+			b = b[n:]
+			refs += countVarints(packed)
+			continue
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return
+		}
+		b = b[n:]
+		switch {
+		case num == 1 && typ == protowire.VarintType:
+			refs++
+		case num == 2 && typ == protowire.BytesType:
+			s.samples++
+		case num == 5 && typ == protowire.BytesType && n > 1:
+			s.metadata++ // an empty one is ignored
+		}
+	}
+}
+
+// countVarints counts the varints of a packed field: the bytes that end one
+// (high bit clear), plus a truncated last one.
+func countVarints(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c < 0x80 {
+			n++
+		}
+	}
+	if len(b) > 0 && b[len(b)-1] >= 0x80 {
+		n++
+	}
+	return n
+}

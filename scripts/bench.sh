@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# `make bench`: the adapter next to OpenTSDB 2.4.1 on the same HBase and next
+# to Prometheus's own receiver and remote read, same data, same run. Prints
+# every figure as it is taken, then the Markdown tables of BENCHMARKS.md with
+# the ratios. 5-10 minutes on 2 cores, plus HBase's start and the builds.
+#
+#   scripts/bench.sh
+#
+# HBase: when HBASE_RUN_DIR names a running scripts/hbase.sh HBase, that one
+# is used (its pid gives the CPU time, its root directory the HFile bytes);
+# otherwise a fresh one is started in a temporary directory and stopped at the
+# end. Every run uses tables of its own (prefix bench<random>-), dropped at
+# the end from an HBase it did not start.
+#
+# Steps (cmd/benchtool takes each figure):
+#   cold    a fresh adapter and a fresh TSD: one request of COLD_SERIES new
+#           series, then SUSTAIN of requests whose series each bring a new
+#           label value; seconds, new strings/s, HBase CPU per new string
+#   load    DS_SERIES x DS_ROUNDS samples (counters and gauges, one every
+#           15 s) into the adapter, a TSD and Prometheus; the same samples
+#           into a Prometheus TSDB block
+#   bytes   TSD stopped (it flushes its row compaction), data and UID tables
+#           flushed and major-compacted, HFile bytes
+#   read    everything read back from each, READ_REPS passes
+#   ingest  after an untimed third, INGEST_ROUNDS more rounds of the same
+#           series (from now on) at 2,000 samples per request, half as many
+#           at 200, 4 in flight, until durable; CPU of adapter + HBase and
+#           of TSD + HBase
+#
+# Compactor (issue 11): when the adapter has --compactor.enabled, the data set
+# is loaded with the compactor off ("adapter, raw cells"); after "bytes" the
+# adapter is restarted with COMPACTOR_FLAGS (default: compact closed hours at
+# once, no rate limit), the script waits until the counter
+# COMPACTOR_DONE_METRIC (promhbase_compactor_series_hours_total) on its
+# /metrics reaches the data set's series-hours, measures the data table again
+# ("adapter, compacted") and keeps the compactor running for read and ingest.
+#
+# Knobs: COLD_SERIES (10000), SUSTAIN (20s), SUSTAIN_BATCH (2000), DS_SERIES
+# (1000), DS_ROUNDS (360), INGEST_ROUNDS (300), READ_REPS (3), ADAPTER_BIN (a
+# built adapter instead of building ./cmd/adapter), PROMETHEUS_BIN (a built
+# Prometheus instead of scripts/prometheus.sh; "none" leaves Prometheus out),
+# BENCH_KEEP=1 keeps the temporary directory (logs, results.txt).
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+
+cold_series=${COLD_SERIES:-10000} sustain=${SUSTAIN:-20s} sustain_batch=${SUSTAIN_BATCH:-2000}
+ds_series=${DS_SERIES:-1000} ds_rounds=${DS_ROUNDS:-360} ingest_rounds=${INGEST_ROUNDS:-300}
+read_reps=${READ_REPS:-3}
+compactor_done_metric=${COMPACTOR_DONE_METRIC:-promhbase_compactor_series_hours_total}
+step_ms=15000
+
+tmp=$(mktemp -d /tmp/prom-hbase-bench.XXXXXX)
+results=$tmp/results.txt
+pids=()
+tsds=()
+own_hbase=""
+prefix=""
+cleanup() {
+  local d p
+  for d in "${tsds[@]}"; do OPENTSDB_RUN_DIR=$tmp/otsdb-$d scripts/opentsdb.sh stop 2> /dev/null || true; done
+  for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
+  wait 2> /dev/null || true
+  if [[ -n $own_hbase ]]; then
+    HBASE_RUN_DIR=$own_hbase scripts/hbase.sh stop || true
+  elif [[ -n ${prefix:-} && -z ${BENCH_KEEP:-} ]]; then
+    "$tmp/benchtool" drop -root "$hbase_root" -prefix "$prefix" > /dev/null || true
+  fi
+  if [[ -n ${BENCH_KEEP:-} ]]; then echo "kept $tmp" >&2; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+trap 'exit 143' INT TERM
+say() { echo "bench.sh [$(date -u +%T)] $*" >&2; }
+
+if [[ -n ${ADAPTER_BIN:-} ]]; then cp "$ADAPTER_BIN" "$tmp/adapter"; else go build -o "$tmp/adapter" ./cmd/adapter; fi
+go build -o "$tmp/benchtool" ./cmd/benchtool
+bt=$tmp/benchtool
+has_compactor=""
+adapter_help=$("$tmp/adapter" --help-long 2>&1 || true)
+if [[ $adapter_help == *compactor.enabled* ]]; then has_compactor=1; fi
+prom=${PROMETHEUS_BIN:-$(scripts/prometheus.sh)}
+
+hb=${HBASE_RUN_DIR:-}
+if [[ -z $hb ]] || ! HBASE_RUN_DIR=$hb scripts/hbase.sh status > /dev/null 2>&1; then
+  hb=$tmp/hbase
+  own_hbase=$hb
+  HBASE_RUN_DIR=$hb scripts/hbase.sh start
+fi
+export $(HBASE_RUN_DIR=$hb scripts/hbase.sh env)
+hbase_pid=$(cat "$hb/hbase.pid")
+hbase_root=$(sed -n 's|.*<name>hbase.rootdir</name><value>file://\([^<]*\)</value>.*|\1|p' "$hb/conf/hbase-site.xml")
+[[ -d $hbase_root ]] || { echo "no HBase root directory found in $hb/conf/hbase-site.xml" >&2; exit 1; }
+prefix=bench$RANDOM-
+
+free_port() { local p; while :; do p=$((20000 + RANDOM % 30000)); (exec 3<> "/dev/tcp/127.0.0.1/$p") 2> /dev/null || { echo "$p"; return; }; done; }
+# wait_ready URL [PID [LOG]]: until URL answers; fails at once when PID exits.
+wait_ready() {
+  for _ in $(seq 1 240); do
+    curl -sf --max-time 5 "$1" > /dev/null && return 0
+    if [[ -n ${2:-} ]] && ! kill -0 "$2" 2> /dev/null; then
+      echo "exited before it was ready: $1; last lines of ${3:-its log}:" >&2
+      [[ -n ${3:-} ]] && tail -n 5 "$3" >&2
+      return 1
+    fi
+    sleep 0.5
+  done
+  echo "not ready: $1" >&2
+  return 1
+}
+
+# rec STEP CMD...: run a measurement; its lines go to the results, tagged.
+rec() {
+  local step=$1
+  shift
+  "$@" | sed -u "s/^/step=$step /" | tee -a "$results"
+}
+
+# start_adapter NAME TABLE_PREFIX [FLAGS...]: sets adapter_url, adapter_pid.
+start_adapter() {
+  local name=$1 tp=$2 port
+  shift 2
+  port=$(free_port)
+  "$tmp/adapter" --web.listen-address="127.0.0.1:$port" --log.level=warn \
+    --hbase.zookeeper-quorum="$PROMHBASE_TEST_ZK" --hbase.table-prefix="$tp" "$@" \
+    >> "$tmp/adapter-$name.log" 2>&1 &
+  adapter_pid=$!
+  pids+=("$adapter_pid")
+  adapter_url=http://127.0.0.1:$port
+  wait_ready "$adapter_url/-/ready" "$adapter_pid" "$tmp/adapter-$name.log"
+}
+
+stop_pid() {
+  kill -TERM "$1" 2> /dev/null || true
+  for _ in $(seq 1 200); do kill -0 "$1" 2> /dev/null || return 0; sleep 0.2; done
+  kill -KILL "$1" 2> /dev/null || true
+}
+
+# start_tsd NAME TABLE_PREFIX: sets tsd_url, tsd_pid.
+start_tsd() {
+  local name=$1 tp=$2
+  OPENTSDB_RUN_DIR=$tmp/otsdb-$name OPENTSDB_TABLE_PREFIX=$tp BENCHTOOL=$bt scripts/opentsdb.sh start
+  tsds+=("$name")
+  eval "$(OPENTSDB_RUN_DIR=$tmp/otsdb-$name scripts/opentsdb.sh env)"
+  tsd_url=$OPENTSDB_URL tsd_pid=$OPENTSDB_PID
+}
+
+stop_tsd() { OPENTSDB_RUN_DIR=$tmp/otsdb-$1 scripts/opentsdb.sh stop; }
+
+began=$SECONDS
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+machine="$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(free -g | awk '/^Mem:/{print $2}') GiB"
+say "$machine; HBase pid $hbase_pid, root $hbase_root, tables $prefix*"
+
+# --- cold: UID assignment on fresh tables --------------------------------
+say "cold start"
+start_adapter cold "${prefix}cold-"
+start_tsd cold "${prefix}cold-"
+rec cold "$bt" cold -target "adapter=$adapter_url" -series "$cold_series" -sustain "$sustain" -batch "$sustain_batch" \
+  -pid "hbase=$hbase_pid" -pid "adapter=$adapter_pid"
+rec cold "$bt" cold -target "opentsdb=$tsd_url" -series "$cold_series" -sustain "$sustain" -batch "$sustain_batch" \
+  -pid "hbase=$hbase_pid" -pid "tsd=$tsd_pid"
+stop_pid "$adapter_pid"
+stop_tsd cold
+
+# --- load: the same data set into the adapter, a TSD, Prometheus, a block --
+now=$(date +%s)
+start=$(((now / 3600 - 5) * 3600 * 1000)) # whole hours, old enough for every row to be closed
+ds=(-run ds -series "$ds_series" -start "$start" -step "$step_ms")
+say "loading $ds_series series x $ds_rounds samples"
+raw=()
+[[ -n $has_compactor ]] && raw=(--no-compactor.enabled)
+start_adapter ds "${prefix}ds-" "${raw[@]}"
+start_tsd ds "${prefix}ds-"
+if [[ $prom != none ]]; then
+  pp=$(free_port)
+  "$prom" --config.file=/dev/null --storage.tsdb.path="$tmp/prom" --web.listen-address="127.0.0.1:$pp" \
+    --web.enable-remote-write-receiver --log.level=warn > "$tmp/prom.log" 2>&1 &
+  pids+=($!)
+  prom_url=http://127.0.0.1:$pp
+  wait_ready "$prom_url/-/ready" "${pids[-1]}" "$tmp/prom.log"
+fi
+rec load "$bt" load -target "adapter=$adapter_url" "${ds[@]}" -rounds "$ds_rounds"
+rec load "$bt" load -target "opentsdb=$tsd_url" "${ds[@]}" -rounds "$ds_rounds"
+[[ $prom == none ]] || rec load "$bt" load -target "prometheus=$prom_url" "${ds[@]}" -rounds "$ds_rounds"
+rec promblock "$bt" promblock -dir "$tmp/block" "${ds[@]}" -rounds "$ds_rounds"
+
+# --- bytes: HFiles after flush + major compaction --------------------------
+say "flush + major compaction"
+stop_tsd ds
+rec bytes "$bt" compact -root "$hbase_root" "${prefix}ds-prom-data" "${prefix}ds-prom-uid" "${prefix}ds-tsdb" "${prefix}ds-tsdb-uid"
+if [[ -n $has_compactor ]]; then
+  read -r -a compactor_flags <<< "${COMPACTOR_FLAGS:---compactor.enabled --compactor.grace=0s --compactor.interval=5s --compactor.rate=0 --write.timeout=10s --compactor.max-clock-skew=1s}"
+  say "compactor: restarting the adapter with ${compactor_flags[*]}"
+  stop_pid "$adapter_pid"
+  start_adapter ds "${prefix}ds-" "${compactor_flags[@]}"
+  want=$((ds_series * ((ds_rounds * step_ms + 3600000 - 1) / 3600000)))
+  deadline=$((SECONDS + 600))
+  until (($(curl -sf "$adapter_url/metrics" | awk -v m="$compactor_done_metric" '$1 == m {n = int($2)} END {print n + 0}') >= want)); do
+    ((SECONDS < deadline)) || { echo "compactor did not reach $want series-hours ($compactor_done_metric)" >&2; exit 1; }
+    sleep 2
+  done
+  rec bytes-compacted "$bt" compact -root "$hbase_root" "${prefix}ds-prom-data"
+else
+  say "the adapter has no --compactor flags: no compacted figure"
+fi
+
+# --- read: everything back ---------------------------------------------------
+say "reads"
+start_tsd ds "${prefix}ds-"
+for mode in streamed samples; do
+  rec read "$bt" read -target "adapter=$adapter_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$read_reps"
+  [[ $prom == none ]] || rec read "$bt" read -target "prometheus=$prom_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$read_reps"
+done
+rec read "$bt" read -target "opentsdb=$tsd_url" "${ds[@]}" -rounds "$ds_rounds" -reps "$read_reps"
+
+# --- ingest: more of the same series, until durable --------------------------
+# From now on, 15 s apart: neither OpenTSDB (it compacts rows whose hour began
+# over an hour ago) nor the compactor (closed hours only) compacts these rows
+# while the clock runs, so both figures are ingest alone.
+ingest_start=$(($(date +%s) * 1000))
+# Untimed first: the TSD was restarted for the reads and its JVM compiles
+# the write path during its first samples.
+warm=$((ingest_rounds / 3))
+for t in "adapter=$adapter_url" "opentsdb=$tsd_url"; do
+  "$bt" load -target "$t" -run ds -series "$ds_series" -start "$ingest_start" -step "$step_ms" -rounds "$warm" > /dev/null
+done
+skip=$warm
+for per in 2000 200; do
+  r=$ingest_rounds
+  [[ $per == 200 ]] && r=$((ingest_rounds / 2))
+  say "ingest at $per samples per request"
+  in=(-run ds -series "$ds_series" -start "$ingest_start" -step "$step_ms" -rounds "$r" -skip-rounds "$skip" -samples-per-request "$per")
+  rec ingest "$bt" ingest -target "adapter=$adapter_url" "${in[@]}" -pid "adapter=$adapter_pid" -pid "hbase=$hbase_pid"
+  rec ingest "$bt" ingest -target "opentsdb=$tsd_url" "${in[@]}" -pid "tsd=$tsd_pid" -pid "hbase=$hbase_pid"
+  skip=$((skip + r))
+done
+
+echo
+echo "Command: \`make bench\` (scripts/bench.sh). Machine: $machine. Run $(date -u '+%F %H:%M') UTC, $(((SECONDS - began) / 60)) min $(((SECONDS - began) % 60)) s (HBase start and builds not counted); load average $load_before at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end."
+echo
+"$bt" report -samples $((ds_series * ds_rounds)) "$results"

@@ -1,0 +1,45 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/prom-hbase/prom-hbase/cellcodec"
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// This file is the read path's only contact with the cell layout: everything
+// it needs of cellcodec goes through these few functions.
+
+// chunkCell is a compacted chunk cell of a row: its encoding, the times of
+// its first and last samples (from the qualifier, without decoding) and its
+// bytes, aliasing the cell.
+type chunkCell = cellcodec.Chunk
+
+// isChunkCell reports whether a cell is a chunk cell (of any encoding).
+func isChunkCell(c *table.Cell) bool { return cellcodec.IsChunkQualifier(c.Qualifier) }
+
+// parseChunkCell checks a chunk cell's shape and reads its bounds.
+func parseChunkCell(hourMillis int64, c *table.Cell) (chunkCell, error) {
+	return cellcodec.DecodeChunk(hourMillis, c.Qualifier, c.Value)
+}
+
+// decodeRawCell decodes a raw sample cell of the row starting at hourMillis.
+func decodeRawCell(hourMillis int64, c *table.Cell) (Sample, error) {
+	off, v, err := cellcodec.DecodeRaw(c.Qualifier, c.Value)
+	if err != nil {
+		return Sample{}, err
+	}
+	return Sample{T: hourMillis + int64(off), V: v}, nil
+}
+
+// appendChunkSamples appends the samples of c in [mint, maxt]; it is reused
+// and the returned iterator serves the next call.
+func appendChunkSamples(dst []Sample, c chunkCell, it chunkenc.Iterator, mint, maxt int64) ([]Sample, chunkenc.Iterator, error) {
+	dst, it, err := cellcodec.AppendChunkSamples(dst, c, it, mint, maxt)
+	if err != nil {
+		return dst, it, fmt.Errorf("chunk [%d, %d]: %w", c.MinT, c.MaxT, err)
+	}
+	return dst, it, nil
+}

@@ -1,0 +1,242 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/prom-hbase/prom-hbase/rowkey"
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// Defaults of CompactorConfig.
+const (
+	DefaultCompactGrace     = 10 * time.Minute
+	DefaultCompactInterval  = time.Minute
+	DefaultCompactRate      = 100_000
+	DefaultCompactLease     = 2 * time.Minute
+	DefaultCompactQuiet     = MarkRefresh + 2*time.Minute
+	DefaultCompactBatchRows = 128
+)
+
+// CompactorConfig configures a Compactor. The zero value gives the
+// defaults.
+type CompactorConfig struct {
+	// Grace is how long after its end an hour is closed: from then on its
+	// raw cells are compacted. Samples arriving later still land, as raw
+	// cells beside the chunks, and a later pass folds them in.
+	Grace time.Duration
+	// Interval is the time between the starts of two passes.
+	Interval time.Duration
+	// Rate bounds the raw cells compacted per second, so that the deletes
+	// and chunk writes leave ingest its throughput (negative: no limit).
+	Rate float64
+	// Lease is how long a claim on a bucket-hour lasts unless renewed; a
+	// killed compactor's work is taken over after it.
+	Lease time.Duration
+	// Quiet is how old the newest mark of a (bucket, metric, hour) must be
+	// before it is compacted and its marks deleted: it must exceed
+	// MarkRefresh plus the longest write plus the clock skew between
+	// adapters (see MarkRefresh).
+	Quiet time.Duration
+	// BatchRows is the number of hour rows read, and then written, per call.
+	BatchRows  int
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+
+	// now is the compactor's clock (tests move it).
+	now func() time.Time
+}
+
+func (c *CompactorConfig) setDefaults() {
+	if c.Grace <= 0 {
+		c.Grace = DefaultCompactGrace
+	}
+	if c.Interval <= 0 {
+		c.Interval = DefaultCompactInterval
+	}
+	if c.Rate == 0 {
+		c.Rate = DefaultCompactRate
+	}
+	if c.Lease <= 0 {
+		c.Lease = DefaultCompactLease
+	}
+	if c.Quiet <= 0 {
+		c.Quiet = DefaultCompactQuiet
+	}
+	setDefault(&c.BatchRows, DefaultCompactBatchRows)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+}
+
+// Compactor turns the raw cells of closed hours into chunk cells
+// (DESIGN.md section 5). Any number of compactors, in any number of
+// processes, may run on the same tables: they divide the work through
+// leases in the compaction table. Each is driven by Run, or pass by pass by
+// Pass; one Compactor runs one pass at a time.
+type Compactor struct {
+	cfg    CompactorConfig
+	layout rowkey.Layout
+	data   table.Table
+	todo   table.Table
+	id     [idLen]byte
+	m      *compactMetrics
+	pace   pacer
+	plan   compactPlan
+}
+
+// NewCompactor returns a compactor of the store's tables.
+func (s *Store) NewCompactor(cfg CompactorConfig) (*Compactor, error) {
+	if s.todo == nil {
+		return nil, errors.New("store has no compaction table")
+	}
+	return newCompactor(s.layout, s.data, s.todo.t, cfg)
+}
+
+func newCompactor(layout rowkey.Layout, data, todo table.Table, cfg CompactorConfig) (*Compactor, error) {
+	cfg.setDefaults()
+	if cfg.Quiet <= MarkRefresh {
+		return nil, fmt.Errorf("compactor quiet period %v must exceed the mark refresh of %v plus the longest write and the clock skew between adapters", cfg.Quiet, MarkRefresh)
+	}
+	m, err := newCompactMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Compactor{cfg: cfg, layout: layout, data: data, todo: todo, id: newProcessID(), m: m, pace: pacer{rate: cfg.Rate}}, nil
+}
+
+// Run runs passes every Interval until ctx ends. The first pass starts after
+// a random part of the interval, so that adapters started together do not
+// compact in step.
+func (c *Compactor) Run(ctx context.Context) {
+	wait := time.Duration(rand.Int64N(int64(c.cfg.Interval)))
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		start := time.Now()
+		if _, err := c.Pass(ctx); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Error("compaction pass failed", "err", err)
+		}
+		wait = max(0, c.cfg.Interval-time.Since(start))
+	}
+}
+
+// PassStats sums up one pass.
+type PassStats struct {
+	BucketHours     int           // bucket-hours compacted to the end
+	Pending         int           // closed bucket-hours left for later (busy, quiet, failed)
+	SeriesHours     int           // hour rows rewritten
+	RawCellsDeleted int           // raw cells folded into chunks
+	BytesWritten    int           // chunk qualifier and value bytes written
+	Errors          int           // bucket-hours that failed
+	Lag             time.Duration // age of the oldest closed hour left pending
+}
+
+// Pass compacts the closed bucket-hours marked in the compaction table, oldest
+// first. It returns an error only when the compaction table cannot be read;
+// a bucket-hour that fails is counted, logged and retried by a later pass.
+func (c *Compactor) Pass(ctx context.Context) (PassStats, error) {
+	began := time.Now()
+	c.m.passes.Inc()
+	var st PassStats
+	now := c.cfg.now()
+	// Hours from openFrom on are not closed yet: their rows are not read.
+	openFrom := uint32(now.Add(-c.cfg.Grace).Unix() / rowkey.HourSeconds * rowkey.HourSeconds)
+	oldest := uint32(0)
+	pending := false
+	err := c.scanTodo(ctx, todoKey(openFrom, 0), func(row table.Row) {
+		done, err := c.bucketHour(ctx, row, &st)
+		if err != nil {
+			st.Errors++
+			c.m.errors.Inc()
+			c.cfg.Logger.Warn("compaction of a bucket-hour failed", "row", fmt.Sprintf("%x", row.Key), "err", err)
+		}
+		if done {
+			st.BucketHours++
+			return
+		}
+		st.Pending++
+		if hour, _, ok := parseTodoKey(row.Key); ok && (!pending || hour < oldest) {
+			oldest, pending = hour, true
+		}
+	})
+	if pending {
+		closed := time.Unix(int64(oldest)+rowkey.HourSeconds, 0).Add(c.cfg.Grace)
+		st.Lag = max(0, now.Sub(closed))
+	}
+	c.m.lag.Set(st.Lag.Seconds())
+	if err != nil {
+		c.m.errors.Inc()
+		return st, err
+	}
+	c.cfg.Logger.Info("compaction pass",
+		"bucket_hours", st.BucketHours, "pending", st.Pending, "series_hours", st.SeriesHours,
+		"raw_cells_deleted", st.RawCellsDeleted, "bytes_written", st.BytesWritten,
+		"errors", st.Errors, "lag", st.Lag.Round(time.Second), "took", time.Since(began).Round(time.Millisecond))
+	return st, nil
+}
+
+// todoPage is the number of compaction table rows read per scan: the scan
+// is closed while they are worked on, which may take long.
+const todoPage = 64
+
+// scanTodo calls f on each compaction table row before stop, in pages.
+func (c *Compactor) scanTodo(ctx context.Context, stop []byte, f func(table.Row)) error {
+	var start []byte
+	for {
+		rows, err := scanPage(ctx, c.todo, table.ScanOptions{Start: start, Stop: stop, Family: familyCompact}, todoPage)
+		if err != nil {
+			return fmt.Errorf("read compaction table: %w", err)
+		}
+		for _, r := range rows {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			f(r)
+		}
+		if len(rows) < todoPage {
+			return nil
+		}
+		start = append(slices.Clip(rows[len(rows)-1].Key), 0)
+	}
+}
+
+// scanPage reads up to n rows, copied out of the scanner.
+func scanPage(ctx context.Context, t table.Table, opts table.ScanOptions, n int) ([]table.Row, error) {
+	opts.RowsPerCall = n
+	sc := t.Scan(ctx, opts)
+	defer sc.Close()
+	var rows []table.Row
+	for len(rows) < n && sc.Next() {
+		rows = append(rows, cloneRow(sc.At()))
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return rows, sc.Close()
+}
+
+func cloneRow(r table.Row) table.Row {
+	out := table.Row{Key: bytes.Clone(r.Key), Cells: make([]table.Cell, len(r.Cells))}
+	for i, c := range r.Cells {
+		out.Cells[i] = table.Cell{
+			Row: out.Key, Family: c.Family, Qualifier: bytes.Clone(c.Qualifier),
+			Timestamp: c.Timestamp, Value: bytes.Clone(c.Value),
+		}
+	}
+	return out
+}

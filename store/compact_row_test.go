@@ -1,0 +1,169 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/prom-hbase/prom-hbase/cellcodec"
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+const planHour = int64(1_700_000_000) / 3600 * 3600 * 1000
+
+func planRaw(s Sample) table.Cell {
+	return table.Cell{
+		Row: []byte("k"), Family: FamilyData, Timestamp: s.T,
+		Qualifier: cellcodec.AppendRawQualifier(nil, uint32(s.T-planHour)),
+		Value:     cellcodec.AppendRawValue(nil, s.V),
+	}
+}
+
+func planChunk(t testing.TB, samples []Sample) table.Cell {
+	v, err := cellcodec.AppendChunkValue(nil, samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := samples[0].T-planHour, samples[len(samples)-1].T-planHour
+	return table.Cell{
+		Row: []byte("k"), Family: FamilyData, Timestamp: planHour + hi,
+		Qualifier: cellcodec.AppendChunkQualifier(nil, chunkenc.EncXOR, uint32(lo), uint32(hi)), Value: v,
+	}
+}
+
+func every15s(from, n int) []Sample {
+	var out []Sample
+	for i := from; i < from+n; i++ {
+		out = append(out, Sample{T: planHour + int64(i)*15000, V: float64(i)})
+	}
+	return out
+}
+
+// rowAfter applies a plan to the cells of one row as a backend would and
+// returns the row's cells afterwards, in qualifier order.
+func rowAfter(cells []table.Cell, p *compactPlan) []table.Cell {
+	var out []table.Cell
+	for _, c := range cells {
+		gone := slices.ContainsFunc(append(slices.Clone(p.delChunks), p.delRaw...), func(d table.Cell) bool {
+			return bytes.Equal(d.Qualifier, c.Qualifier) && d.Timestamp == c.Timestamp
+		})
+		replaced := slices.ContainsFunc(p.puts, func(d table.Cell) bool { return bytes.Equal(d.Qualifier, c.Qualifier) })
+		if !gone && !replaced {
+			out = append(out, c)
+		}
+	}
+	out = append(out, p.puts...)
+	slices.SortFunc(out, func(a, b table.Cell) int { return bytes.Compare(a.Qualifier, b.Qualifier) })
+	return out
+}
+
+func rowSamples(t testing.TB, cells []table.Cell) []Sample {
+	t.Helper()
+	s, err := cellcodec.AppendRowSamples(nil, planHour, tableCells(cells), math.MinInt64, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func sameBits(a, b []Sample) bool {
+	return slices.EqualFunc(a, b, func(x, y Sample) bool {
+		return x.T == y.T && math.Float64bits(x.V) == math.Float64bits(y.V)
+	})
+}
+
+func TestCompactPlanRow(t *testing.T) {
+	stale := math.Float64frombits(0x7ff0000000000002)
+	negZero := math.Copysign(0, -1)
+	raw240 := every15s(0, 240)
+	raw240[7].V, raw240[8].V, raw240[9].V = stale, negZero, math.Float64frombits(0x7ff8000000000123)
+	var rawCells []table.Cell
+	for _, s := range raw240 {
+		rawCells = append(rawCells, planRaw(s))
+	}
+	compacted := []table.Cell{planChunk(t, every15s(0, 120)), planChunk(t, every15s(120, 120))}
+	for _, tc := range []struct {
+		name                  string
+		cells                 []table.Cell
+		rows, puts, delChunks int
+		delRaw                int
+	}{
+		{"raw hour", rawCells, 1, 2, 0, 240},
+		{"compacted hour", compacted, 0, 0, 0, 0},
+		// A 241st sample: three chunks of other bounds replace the two.
+		{"late sample", append(slices.Clone(compacted), planRaw(Sample{T: planHour + 130*15000 + 1, V: 5})), 1, 3, 2, 1},
+		{"late sample past the chunks", append(slices.Clone(compacted), planRaw(Sample{T: planHour + 3599_000, V: 5})), 1, 3, 2, 1},
+		// An overwrite: the same cut, so the new chunk cells overwrite the
+		// old ones (same qualifier and version), which must not be deleted.
+		{"late overwrite", append(slices.Clone(compacted), planRaw(Sample{T: planHour + 15000, V: stale})), 1, 2, 0, 1},
+		{"overlapping chunks", []table.Cell{planChunk(t, every15s(0, 100)), planChunk(t, every15s(0, 120)), compacted[1]}, 1, 2, 1, 0},
+		{"small hour", []table.Cell{planRaw(Sample{T: planHour, V: negZero})}, 1, 1, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p compactPlan
+			if err := p.addRow([]byte("k"), planHour, tc.cells); err != nil {
+				t.Fatal(err)
+			}
+			if p.rows != tc.rows || len(p.puts) != tc.puts || len(p.delChunks) != tc.delChunks || len(p.delRaw) != tc.delRaw {
+				t.Fatalf("rows %d puts %d delChunks %d delRaw %d; want %d %d %d %d", p.rows, len(p.puts), len(p.delChunks), len(p.delRaw), tc.rows, tc.puts, tc.delChunks, tc.delRaw)
+			}
+			before := rowSamples(t, tc.cells)
+			after := rowAfter(tc.cells, &p)
+			if got := rowSamples(t, after); !sameBits(got, before) {
+				t.Fatalf("row reads %v after compaction, %v before", got, before)
+			}
+			if tc.rows == 0 {
+				return
+			}
+			for _, c := range after {
+				if !cellcodec.IsChunkQualifier(c.Qualifier) {
+					t.Fatalf("raw cell %x left", c.Qualifier)
+				}
+				ch, err := cellcodec.DecodeChunk(planHour, c.Qualifier, c.Value)
+				if err != nil || ch.NumSamples() > cellcodec.SamplesPerChunk || c.Timestamp != ch.MaxT {
+					t.Fatalf("chunk %x: %+v, %v", c.Qualifier, ch, err)
+				}
+			}
+			// Compacting again changes nothing: idempotent.
+			var again compactPlan
+			if err := again.addRow([]byte("k"), planHour, after); err != nil || again.rows != 0 {
+				t.Fatalf("second compaction plans %d rows, %v", again.rows, err)
+			}
+		})
+	}
+}
+
+func TestCompactPlanMalformed(t *testing.T) {
+	var p compactPlan
+	cells := []table.Cell{planRaw(Sample{T: planHour + 1, V: 1}), {Row: []byte("k"), Qualifier: []byte{0, 0, 1}, Value: []byte{1}}}
+	if err := p.addRow([]byte("k"), planHour, cells); !errors.Is(err, cellcodec.ErrMalformedCell) {
+		t.Fatalf("error %v", err)
+	}
+	bad := []table.Cell{{Row: []byte("k"), Qualifier: []byte{1, 1}, Value: []byte{0, 0}}}
+	if err := p.addRow([]byte("k"), planHour, bad); !errors.Is(err, cellcodec.ErrMalformedCell) {
+		t.Fatalf("error %v", err)
+	}
+	if p.rows != 0 || len(p.puts)+len(p.delRaw)+len(p.delChunks) != 0 {
+		t.Fatalf("malformed rows planned: %+v", p)
+	}
+}
+
+func BenchmarkCompactPlanRow(b *testing.B) {
+	var cells []table.Cell
+	for _, s := range every15s(0, 240) {
+		cells = append(cells, planRaw(s))
+	}
+	var p compactPlan
+	b.ReportAllocs()
+	for b.Loop() {
+		p.reset()
+		if err := p.addRow([]byte("k"), planHour, cells); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/240, "ns/sample")
+}

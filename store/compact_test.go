@@ -1,0 +1,472 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/prom-hbase/prom-hbase/cellcodec"
+	"github.com/prom-hbase/prom-hbase/rowkey"
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// faults is shared by the tables of one compactor under test: it counts
+// their calls, runs a hook before each (writes interleaved with the
+// compaction) and fails every call from the failAt-th on, as if the
+// compactor had been killed there.
+type faults struct {
+	mu     sync.Mutex
+	calls  int
+	failAt int // 0: never
+	hook   func(call int)
+}
+
+var errKilled = errors.New("injected failure: compactor killed")
+
+func (f *faults) enter() error {
+	f.mu.Lock()
+	f.calls++
+	n, dead, hook := f.calls, f.failAt > 0 && f.calls >= f.failAt, f.hook
+	f.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
+	if dead {
+		return errKilled
+	}
+	return nil
+}
+
+type faultTable struct {
+	table.Table
+	f *faults
+}
+
+func (t faultTable) Put(ctx context.Context, cells []table.Cell) error {
+	if err := t.f.enter(); err != nil {
+		return err
+	}
+	return t.Table.Put(ctx, cells)
+}
+
+func (t faultTable) DeleteVersions(ctx context.Context, cells []table.Cell) error {
+	if err := t.f.enter(); err != nil {
+		return err
+	}
+	return t.Table.DeleteVersions(ctx, cells)
+}
+
+func (t faultTable) Get(ctx context.Context, family string, keys [][]byte) ([]table.Row, error) {
+	if err := t.f.enter(); err != nil {
+		return nil, err
+	}
+	return t.Table.Get(ctx, family, keys)
+}
+
+func (t faultTable) Scan(ctx context.Context, opts table.ScanOptions) table.Scanner {
+	if err := t.f.enter(); err != nil {
+		return errScanner{err}
+	}
+	return t.Table.Scan(ctx, opts)
+}
+
+func (t faultTable) CheckAndPut(ctx context.Context, row []byte, family string, qualifier, expected []byte, put []table.Cell) (bool, error) {
+	if err := t.f.enter(); err != nil {
+		return false, err
+	}
+	return t.Table.CheckAndPut(ctx, row, family, qualifier, expected, put)
+}
+
+type errScanner struct{ err error }
+
+func (s errScanner) Next() bool    { return false }
+func (s errScanner) At() table.Row { return table.Row{} }
+func (s errScanner) Err() error    { return s.err }
+func (s errScanner) Close() error  { return nil }
+
+// testClock is the compactors' clock: real time moved forward by the test,
+// so that leases expire and marks grow quiet without waiting.
+type testClock struct{ offset atomic.Int64 }
+
+func (c *testClock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *testClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
+
+// compactModel is the reference: per series, per timestamp, the values a
+// correct store may return. It is one value, except where a write re-wrote
+// a sample with another value while a compactor was between reading and
+// deleting that raw cell: the table interface has no conditional delete, so
+// either value may win (see docs/DESIGN.md section 5).
+type compactModel struct {
+	mu     sync.Mutex
+	series []*modelSeries
+}
+
+type modelSeries struct {
+	in   []labels.Label
+	vals map[int64][]uint64
+}
+
+func newCompactModel(rng *rand.Rand) *compactModel {
+	m := &compactModel{}
+	seen := map[string]bool{}
+	for len(m.series) < 12 {
+		ls := lbls("__name__", []string{"up", "req_total", "ö_metric"}[rng.IntN(3)],
+			"job", []string{"a", "b"}[rng.IntN(2)], "instance", fmt.Sprintf("host-%d", rng.IntN(6)))
+		if k := labels.New(ls...).String(); !seen[k] {
+			seen[k] = true
+			m.series = append(m.series, &modelSeries{in: ls, vals: map[int64][]uint64{}})
+		}
+	}
+	return m
+}
+
+// batch makes a random write: new samples across the window's hours (some
+// on hour boundaries), duplicates of samples already written, with the same
+// or another value, and the special values.
+func (m *compactModel) batch(rng *rand.Rand, window [2]int64) []SeriesIn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []SeriesIn
+	for _, s := range m.series {
+		if rng.IntN(2) == 0 {
+			continue
+		}
+		seen := map[int64]bool{}
+		var smps []Sample
+		for range 1 + rng.IntN(30) {
+			ts := window[0] + rng.Int64N(window[1]-window[0])
+			switch rng.IntN(6) {
+			case 0: // on an hour boundary
+				ts = window[0] + rng.Int64N(4)*hour + int64(rng.IntN(3)-1)
+				ts = min(max(ts, window[0]), window[1]-1)
+			case 1: // a sample written before
+				for t := range s.vals {
+					ts = t
+					break
+				}
+			}
+			if seen[ts] {
+				continue
+			}
+			seen[ts] = true
+			v := randValue(rng)
+			if old := s.vals[ts]; len(old) > 0 && rng.IntN(2) == 0 {
+				v = old[len(old)-1] // a retried write
+			}
+			smps = append(smps, Sample{T: ts, V: math.Float64frombits(v)})
+		}
+		out = append(out, SeriesIn{Labels: s.in, Samples: smps})
+	}
+	return out
+}
+
+// write writes b and records it; racy writes happen while a compactor runs.
+func (m *compactModel) write(t testing.TB, s *Store, b []SeriesIn, racy bool) {
+	if err := s.Write(context.Background(), b); err != nil {
+		t.Error(err)
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, in := range b {
+		i := slices.IndexFunc(m.series, func(ms *modelSeries) bool { return labels.Equal(labels.New(ms.in...), labels.New(in.Labels...)) })
+		ms := m.series[i]
+		for _, smp := range in.Samples {
+			v := math.Float64bits(smp.V)
+			old := ms.vals[smp.T]
+			switch {
+			case racy && len(old) > 0 && !slices.Contains(old, v):
+				ms.vals[smp.T] = append(old, v)
+			case !racy || len(old) == 0:
+				ms.vals[smp.T] = []uint64{v}
+			}
+		}
+	}
+}
+
+// check reads [start, end] with Store.Select and compares with the model.
+func (m *compactModel) check(t testing.TB, s *Store, start, end int64) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	want := map[string]*modelSeries{}
+	for _, ms := range m.series {
+		want[labels.New(ms.in...).String()] = ms
+	}
+	ss := s.Select(context.Background(), Query{Start: start, End: end, Matchers: []*labels.Matcher{mustMatcher(t, labels.MatchRegexp, "__name__", ".+")}})
+	defer ss.Close()
+	got := map[string]bool{}
+	for ss.Next() {
+		sr := ss.At()
+		k := sr.Labels.String()
+		got[k] = true
+		ms := want[k]
+		if ms == nil {
+			t.Fatalf("[%d, %d]: unknown series %s", start, end, k)
+		}
+		var wantTs []int64
+		for ts := range ms.vals {
+			if ts >= start && ts <= end {
+				wantTs = append(wantTs, ts)
+			}
+		}
+		slices.Sort(wantTs)
+		gotTs := make([]int64, len(sr.Samples))
+		for i, smp := range sr.Samples {
+			gotTs[i] = smp.T
+			if vals := ms.vals[smp.T]; !slices.Contains(vals, math.Float64bits(smp.V)) {
+				t.Fatalf("[%d, %d]: %s at %d: %x, want one of %x", start, end, k, smp.T, math.Float64bits(smp.V), vals)
+			}
+		}
+		if !slices.Equal(gotTs, wantTs) {
+			var missing, extra []int64
+			for _, ts := range wantTs {
+				if _, ok := slices.BinarySearch(gotTs, ts); !ok {
+					missing = append(missing, ts)
+				}
+			}
+			for _, ts := range gotTs {
+				if _, ok := slices.BinarySearch(wantTs, ts); !ok {
+					extra = append(extra, ts)
+				}
+			}
+			t.Fatalf("[%d, %d]: %s: %d samples, want %d: missing %v, extra %v", start, end, k, len(gotTs), len(wantTs), missing, extra)
+		}
+	}
+	if err := ss.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for k, ms := range want {
+		if got[k] {
+			continue
+		}
+		for ts := range ms.vals {
+			if ts >= start && ts <= end {
+				t.Fatalf("[%d, %d]: series %s missing", start, end, k)
+			}
+		}
+	}
+}
+
+// diagnose logs, after a failed check, whether the table itself holds what
+// the model does (rows decoded directly, without the read path), per hour.
+func (m *compactModel) diagnose(t testing.TB, s *Store) {
+	rows, err := scanPage(context.Background(), s.data, table.ScanOptions{Family: FamilyData}, 1<<20)
+	if err != nil {
+		t.Logf("diagnose: %v", err)
+		return
+	}
+	inTable, inModel := map[int64]int{}, map[int64]int{}
+	for _, r := range rows {
+		k, _ := s.layout.Parse(r.Key)
+		smps, err := cellcodec.AppendRowSamples(nil, int64(k.BaseHour)*1000, tableCells(r.Cells), math.MinInt64, math.MaxInt64)
+		if err != nil {
+			t.Logf("diagnose: row %x: %v", r.Key, err)
+		}
+		inTable[int64(k.BaseHour)*1000] += len(smps)
+	}
+	// The read path finds rows with a key-only scan: does the backend drop
+	// any there?
+	for _, o := range []table.ScanOptions{{KeyOnly: true}, {FirstCellOnly: true}, {KeyOnly: true, FirstCellOnly: true}} {
+		o.Family = FamilyData
+		keys, err := scanPage(context.Background(), s.data, o, 1<<20)
+		if err != nil {
+			t.Logf("diagnose: %v", err)
+			return
+		}
+		seen := map[string]bool{}
+		for _, k := range keys {
+			seen[string(k.Key)] = true
+		}
+		for _, r := range rows {
+			if !seen[string(r.Key)] {
+				var qs []string
+				for _, c := range r.Cells {
+					qs = append(qs, fmt.Sprintf("%x@%d", c.Qualifier, c.Timestamp))
+				}
+				t.Logf("row %x missing from a scan with KeyOnly %v, FirstCellOnly %v; its cells: %s", r.Key, o.KeyOnly, o.FirstCellOnly, strings.Join(qs, " "))
+			}
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, ms := range m.series {
+		for ts := range ms.vals {
+			inModel[ts/hour*hour]++
+		}
+	}
+	t.Logf("samples per hour decoded from the table directly: %v; in the model: %v", inTable, inModel)
+}
+
+// TestCompactProperty writes random samples (staleness markers, NaN
+// payloads, -0, duplicates, overwrites) into closed hours, compacts them
+// with compactors that are interrupted by writes at random calls, killed at
+// random calls, and run two at once, and after every step compares reads of
+// the whole window and of random parts with the reference model. At the end
+// a clean pass leaves no raw cell and no mark.
+func TestCompactProperty(t *testing.T) {
+	rounds := map[string]int{"pebble": 40, "hbase": 12}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			db, prefix := b.open(t)
+			testCompactProperty(t, db, prefix, rounds[b.name])
+		})
+	}
+}
+
+func testCompactProperty(t *testing.T, db table.DB, prefix string, rounds int) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	var rngMu sync.Mutex // hooks write from compactor goroutines
+	s := openStore(t, db, Config{TablePrefix: prefix, ReadBatchSeries: 3, ReadBatchRows: 4, Layout: rowkey.Layout{SaltBuckets: 4}})
+	clock := &testClock{}
+	s.todo.now = clock.now // the writers' marks live on the same clock
+	cfg := CompactorConfig{Grace: 10 * time.Minute, Lease: 4 * time.Second, Quiet: MarkRefresh + time.Second, BatchRows: 3, Rate: -1, now: clock.now}
+	// Four closed hours, two days back: backfill, as far as the compactor
+	// can tell.
+	first := (time.Now().Add(-48*time.Hour).UnixMilli() / hour) * hour
+	window := [2]int64{first, first + 4*hour}
+	m := newCompactModel(rng)
+	check := func(what string) {
+		t.Helper()
+		defer func() {
+			if t.Failed() {
+				m.diagnose(t, s)
+			}
+		}()
+		m.check(t, s, window[0]-hour, window[1]+hour)
+		for range 3 {
+			start := window[0] + rng.Int64N(window[1]-window[0])
+			m.check(t, s, start, start+rng.Int64N(2*hour))
+		}
+		if t.Failed() {
+			t.Fatalf("after %s", what)
+		}
+	}
+	newFaulty := func(failAt int, writes bool) (*Compactor, *faults) {
+		f := &faults{failAt: failAt}
+		if writes {
+			f.hook = func(call int) {
+				rngMu.Lock()
+				write := rng.IntN(3) == 0
+				b := m.batch(rng, window)
+				rngMu.Unlock()
+				if write {
+					m.write(t, s, b, true)
+				}
+			}
+		}
+		c, err := newCompactor(s.layout, faultTable{s.data, f}, faultTable{s.todo.t, f}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, f
+	}
+	stats := map[string]int{}
+	for round := range rounds {
+		m.write(t, s, m.batch(rng, window), false)
+		check(fmt.Sprintf("round %d: write", round))
+		clock.advance(cfg.Quiet + time.Second) // the marks are quiet
+		scenario := []string{"clean", "writes", "killed", "killed+writes", "two", "two+killed"}[rng.IntN(6)]
+		stats[scenario]++
+		switch scenario {
+		case "clean", "writes":
+			c, _ := newFaulty(0, scenario == "writes")
+			if _, err := c.Pass(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		case "killed", "killed+writes":
+			c, _ := newFaulty(1+rng.IntN(120), scenario == "killed+writes")
+			_, _ = c.Pass(context.Background()) // fails where it was killed
+			clock.advance(cfg.Lease)            // its leases expire
+		case "two", "two+killed":
+			failAt := 0
+			if scenario == "two+killed" {
+				failAt = 1 + rng.IntN(120)
+			}
+			c1, _ := newFaulty(failAt, true)
+			c2, _ := newFaulty(0, true)
+			var wg sync.WaitGroup
+			for _, c := range []*Compactor{c1, c2} {
+				wg.Go(func() { _, _ = c.Pass(context.Background()) })
+			}
+			wg.Wait()
+			clock.advance(cfg.Lease)
+		}
+		check(fmt.Sprintf("round %d: %s", round, scenario))
+	}
+	t.Logf("scenarios: %v", stats)
+
+	// A clean compactor finishes everything.
+	clock.advance(cfg.Quiet + cfg.Lease)
+	c, _ := newFaulty(0, false)
+	var st PassStats
+	for range 3 {
+		var err error
+		if st, err = c.Pass(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st.Pending == 0 && st.Errors == 0 {
+			break
+		}
+		clock.advance(cfg.Lease)
+	}
+	if st.Pending != 0 || st.Errors != 0 || st.Lag != 0 {
+		t.Fatalf("final pass: %+v", st)
+	}
+	check("final pass")
+	assertCompacted(t, s)
+	if st, err := c.Pass(context.Background()); err != nil || st.SeriesHours != 0 || st.BucketHours != 0 {
+		t.Fatalf("a pass after the end: %+v, %v", st, err)
+	}
+}
+
+// assertCompacted checks that the data table holds chunk cells only, cut
+// as cellcodec says, and that the compaction table is empty.
+func assertCompacted(t testing.TB, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := scanPage(ctx, s.data, table.ScanOptions{Family: FamilyData}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		k, err := s.layout.Parse(r.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var prevMax int64 = -1
+		for _, c := range r.Cells {
+			ch, err := cellcodec.DecodeChunk(int64(k.BaseHour)*1000, c.Qualifier, c.Value)
+			if err != nil {
+				t.Fatalf("row %x: cell %x left: %v", r.Key, c.Qualifier, err)
+			}
+			if ch.MinT <= prevMax || ch.NumSamples() > cellcodec.SamplesPerChunk || c.Timestamp != ch.MaxT {
+				t.Fatalf("row %x: chunk %x overlaps, is too big or has version %d", r.Key, c.Qualifier, c.Timestamp)
+			}
+			prevMax = ch.MaxT
+		}
+	}
+	todo, err := scanPage(ctx, s.todo.t, table.ScanOptions{}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range todo {
+		var qs []string
+		for _, c := range r.Cells {
+			qs = append(qs, fmt.Sprintf("%x@%d", c.Qualifier, c.Timestamp))
+		}
+		t.Errorf("compaction table row %x left: %s", r.Key, strings.Join(qs, " "))
+	}
+}

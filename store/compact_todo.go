@@ -1,0 +1,210 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// The compaction table (<prefix>prom-compact, family c) is the compactor's
+// to-do list and its locks, so that finding work never scans the data table.
+//
+// Row key: the base hour (u32 big-endian seconds) then the salt bucket (one
+// byte; 0 unsalted). Rows sort by hour: the oldest pending hour comes first.
+// Cells:
+//   - a mark: qualifier 'm' + metric UID (MetricWidth bytes) + the writing
+//     process's ID (8 random bytes), value 0x01, timestamp the writer's
+//     clock in ms, strictly increasing within a process. It says "rows of
+//     this metric in this bucket-hour may hold raw cells". Each process
+//     writes its own cell, so a compactor deleting the version it read never
+//     removes a newer one (see Compactor).
+//   - the lease: qualifier "lease", value holder ID (8 bytes) + expiry (u64
+//     ms, the holder's clock); see lease.go.
+const (
+	CompactTableSuffix = "prom-compact"
+	familyCompact      = "c"
+	markPrefix         = 'm'
+	idLen              = 8
+)
+
+var leaseQualifier = []byte("lease")
+
+// MarkRefresh is how long a process trusts a mark it wrote: within it, more
+// samples for the same (bucket, metric, hour) add no put. The compactor
+// deletes a mark only once it is older than its quiet period, which must
+// exceed MarkRefresh plus the longest write plus clock skew between
+// processes: every sample a trusted mark covered has then landed, and the
+// compactor's read of the rows sees it.
+const MarkRefresh = time.Minute
+
+func compactTableSpec(cfg Config) table.TableSpec {
+	return table.TableSpec{
+		Name: cfg.TablePrefix + CompactTableSuffix,
+		Families: []table.FamilySpec{{
+			Name: familyCompact, MaxVersions: 1, BloomFilter: "ROW", InMemory: true,
+			// A mark written after the compactor deleted an older version of
+			// it must stay visible whatever its timestamp.
+			NewVersionBehavior: true,
+		}},
+	}
+}
+
+// todoList is the write path's side of the compaction table: it marks the
+// (bucket, metric, hour)s that received raw cells, once per MarkRefresh per
+// process.
+type todoList struct {
+	t      table.Table
+	id     [idLen]byte
+	prefix int // row-key prefix that names (bucket, metric, hour)
+	salt   int // salt width
+	metric int // metric UID width
+	clock  stampClock
+	now    func() time.Time
+
+	mu        sync.RWMutex
+	marked    map[string]int64 // row-key prefix -> when its mark was written, unix ms
+	lastPrune int64
+}
+
+// openTodo opens (creating it if needed) the compaction table.
+func openTodo(ctx context.Context, db table.DB, cfg Config) (*todoList, error) {
+	t, err := table.EnsureTable(ctx, db, compactTableSpec(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("open compaction table: %w", err)
+	}
+	l := cfg.Layout
+	td := &todoList{
+		t: t, id: newProcessID(),
+		prefix: l.HeaderWidth(), salt: l.SaltWidth(), metric: l.MetricWidth,
+		now: time.Now, marked: map[string]int64{},
+	}
+	return td, nil
+}
+
+func newProcessID() [idLen]byte {
+	var id [idLen]byte
+	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails
+	return id
+}
+
+// noteDirty makes sure that the compaction table marks every (bucket,
+// metric, hour) that cells (raw cells of the data table, any number of rows)
+// write to. The write path calls it before it puts the cells: a mark that
+// is written while its samples are not is harmless (the compactor finds
+// nothing), a sample without a mark would never be compacted. Marks this
+// process wrote less than MarkRefresh ago are not written again, so in the
+// steady state it costs a map lookup per row and one small put per bucket,
+// metric and minute.
+func (s *Store) noteDirty(ctx context.Context, cells []table.Cell) error {
+	if s.todo == nil {
+		return nil
+	}
+	return s.todo.note(ctx, cells)
+}
+
+func (td *todoList) note(ctx context.Context, cells []table.Cell) error {
+	now := td.now().UnixMilli()
+	var (
+		prev []byte
+		todo [][]byte
+	)
+	td.mu.RLock()
+	for i := range cells {
+		row := cells[i].Row
+		if len(row) < td.prefix || (prev != nil && bytes.Equal(row[:td.prefix], prev)) {
+			continue
+		}
+		prev = row[:td.prefix]
+		if at, ok := td.marked[string(prev)]; ok && now-at < MarkRefresh.Milliseconds() {
+			continue
+		}
+		dup := false
+		for _, p := range todo {
+			if bytes.Equal(p, prev) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			todo = append(todo, prev)
+		}
+	}
+	td.mu.RUnlock()
+	if len(todo) == 0 {
+		return nil
+	}
+	marks := make([]table.Cell, len(todo))
+	for i, p := range todo {
+		marks[i] = td.markCell(p, td.clock.next(now))
+	}
+	if err := td.t.Put(ctx, marks); err != nil {
+		return fmt.Errorf("mark %d bucket-hours for compaction: %w", len(marks), err)
+	}
+	td.mu.Lock()
+	defer td.mu.Unlock()
+	for _, p := range todo {
+		td.marked[string(p)] = now
+	}
+	if now-td.lastPrune > MarkRefresh.Milliseconds() {
+		for k, at := range td.marked {
+			if now-at >= MarkRefresh.Milliseconds() {
+				delete(td.marked, k)
+			}
+		}
+		td.lastPrune = now
+	}
+	return nil
+}
+
+// markCell is the mark of the data rows whose keys start with prefix (salt,
+// metric UID, base hour).
+func (td *todoList) markCell(prefix []byte, ts int64) table.Cell {
+	salt := byte(0)
+	if td.salt == 1 {
+		salt = prefix[0]
+	}
+	metric := prefix[td.salt : td.salt+td.metric]
+	hour := prefix[td.salt+td.metric : td.prefix]
+	row := make([]byte, 0, 5)
+	row = append(append(row, hour...), salt)
+	q := make([]byte, 0, 1+len(metric)+idLen)
+	q = append(append(append(q, markPrefix), metric...), td.id[:]...)
+	return table.Cell{Row: row, Family: familyCompact, Qualifier: q, Timestamp: ts, Value: []byte{1}}
+}
+
+// todoKey is the compaction table's row of a bucket-hour.
+func todoKey(hour uint32, salt byte) []byte {
+	return append(binary.BigEndian.AppendUint32(make([]byte, 0, 5), hour), salt)
+}
+
+// parseTodoKey splits a compaction table row key.
+func parseTodoKey(key []byte) (hour uint32, salt byte, ok bool) {
+	if len(key) != 5 {
+		return 0, 0, false
+	}
+	return binary.BigEndian.Uint32(key), key[4], true
+}
+
+// stampClock hands out strictly increasing millisecond timestamps that
+// follow the wall clock, so that two cells one process writes to the same
+// column never share a version.
+type stampClock struct {
+	mu   sync.Mutex
+	last int64
+}
+
+func (c *stampClock) next(now int64) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now <= c.last {
+		now = c.last + 1
+	}
+	c.last = now
+	return now
+}

@@ -1,0 +1,111 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// rowDecoder splits the cells of one hour row into the stored chunks that can
+// go out as they are and the loose samples that cannot: raw cells (late
+// samples beside a chunk, or an hour not compacted yet) and the samples of
+// chunks cut by the query's range or overlapped by raw cells. Loose samples
+// come out sorted by time without duplicates, a raw cell winning over a chunk
+// sample of the same time, being the later write.
+type rowDecoder struct {
+	raw    []Sample
+	chunks []chunkCell
+	pass   []chunkCell // chunks passed through, by time
+	loose  []Sample
+	it     chunkenc.Iterator
+}
+
+// decode splits row, whose hour starts at hourMillis, for the range
+// [mint, maxt]. With passThrough false every chunk is decoded (a SAMPLES
+// read). The results are valid until the next call.
+func (d *rowDecoder) decode(hourMillis int64, cells []table.Cell, mint, maxt int64, passThrough bool) error {
+	d.raw, d.chunks, d.pass, d.loose = d.raw[:0], d.chunks[:0], d.pass[:0], d.loose[:0]
+	rawSorted := true
+	for i := range cells {
+		c := &cells[i]
+		if isChunkCell(c) {
+			cc, err := parseChunkCell(hourMillis, c)
+			if err != nil {
+				return fmt.Errorf("cell %d of row: %w", i, err)
+			}
+			if cc.MaxT >= mint && cc.MinT <= maxt {
+				d.chunks = append(d.chunks, cc)
+			}
+			continue
+		}
+		s, err := decodeRawCell(hourMillis, c)
+		if err != nil {
+			return fmt.Errorf("cell %d of row: %w", i, err)
+		}
+		if s.T < mint || s.T > maxt {
+			continue
+		}
+		if n := len(d.raw); n > 0 && s.T <= d.raw[n-1].T {
+			rawSorted = false
+		}
+		d.raw = append(d.raw, s)
+	}
+	if !rawSorted {
+		// A backend returns cells in qualifier order; this is a safety net.
+		slices.SortStableFunc(d.raw, compareSampleT)
+		d.raw = slices.CompactFunc(d.raw, sameSampleT)
+	}
+	slices.SortFunc(d.chunks, func(a, b chunkCell) int { return compareInt64(a.MinT, b.MinT) })
+	d.loose = append(d.loose, d.raw...)
+	for i, c := range d.chunks {
+		if passThrough && d.passable(i, mint, maxt) {
+			d.pass = append(d.pass, c)
+			continue
+		}
+		var err error
+		if d.loose, d.it, err = appendChunkSamples(d.loose, c, d.it, mint, maxt); err != nil {
+			return err
+		}
+	}
+	if len(d.loose) > len(d.raw) {
+		// Raw samples come first, so the stable sort keeps them ahead of
+		// chunk samples of the same time and the compaction drops the latter.
+		slices.SortStableFunc(d.loose, compareSampleT)
+		d.loose = slices.CompactFunc(d.loose, sameSampleT)
+	}
+	return nil
+}
+
+// passable reports whether the i-th chunk can go out untouched: an XOR chunk
+// wholly inside the range that no raw sample and no other chunk of the row
+// overlaps.
+func (d *rowDecoder) passable(i int, mint, maxt int64) bool {
+	c := d.chunks[i]
+	if c.Encoding != chunkenc.EncXOR || c.MinT < mint || c.MaxT > maxt || c.NumSamples() == 0 {
+		return false
+	}
+	if i > 0 && d.chunks[i-1].MaxT >= c.MinT {
+		return false
+	}
+	if i+1 < len(d.chunks) && d.chunks[i+1].MinT <= c.MaxT {
+		return false
+	}
+	j, _ := slices.BinarySearchFunc(d.raw, c.MinT, func(s Sample, t int64) int { return compareInt64(s.T, t) })
+	return j == len(d.raw) || d.raw[j].T > c.MaxT
+}
+
+func compareInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func compareSampleT(a, b Sample) int { return compareInt64(a.T, b.T) }
+func sameSampleT(a, b Sample) bool   { return a.T == b.T }

@@ -1,0 +1,218 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/prom-hbase/prom-hbase/labels2uid"
+	"github.com/prom-hbase/prom-hbase/rowkey"
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// seriesRef is a series found in phase one. It holds what phase two needs
+// and no more: its hours are the first and last it has a row in, since a
+// query holds the distinct series of a metric, not every (series, hour).
+// Phase two asks for every hour in between: the ROW bloom filter makes a
+// missing row cheap.
+type seriesRef struct {
+	sid         string // series ID: metric UID and tag pairs
+	first, last uint32 // base hours
+	lset        labels.Labels
+}
+
+// findSeries runs phase one for one group of metrics (DESIGN.md section 4,
+// step 2): one key-only scan per (metric, salt bucket) over the query's
+// hours, in parallel, collecting the distinct series; then their labels
+// resolved, the post matchers applied, and the series sorted by labels.
+func (s *Store) findSeries(ctx context.Context, p *queryPlan, group []metricRef, startHour, endHour uint32) ([]seriesRef, error) {
+	type task struct {
+		metric uint64
+		filter *table.KeyFilter
+		r      rowkey.Range
+	}
+	var tasks []task
+	var ranges []rowkey.Range
+	for _, m := range group {
+		filter := s.layout.KeyFilter(m.uid, p.conds)
+		ranges = s.layout.AppendScanRanges(ranges[:0], m.uid, startHour, endHour)
+		for _, r := range ranges {
+			tasks = append(tasks, task{m.uid, filter, r})
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		series []seriesRef
+		first  error
+		wg     sync.WaitGroup
+		sem    = make(chan struct{}, s.cfg.ScanConcurrency)
+	)
+	for _, t := range tasks {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			found, err := s.scanRange(ctx, t.metric, t.r, t.filter, p.conds)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if first == nil {
+					first = err
+					cancel()
+				}
+				return
+			}
+			series = append(series, found...)
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	series, err := s.labelSeries(ctx, p, group, series)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(series, func(a, b seriesRef) int { return labels.Compare(a.lset, b.lset) })
+	return series, nil
+}
+
+// scanRange lists the series of one scan range. A series lives in one salt
+// bucket, so no two ranges return the same series.
+func (s *Store) scanRange(ctx context.Context, metric uint64, r rowkey.Range, filter *table.KeyFilter, conds []rowkey.TagCond) ([]seriesRef, error) {
+	sc := s.data.Scan(ctx, table.ScanOptions{
+		Start: r.Start, Stop: r.Stop, Family: FamilyData,
+		KeyOnly: true, FirstCellOnly: true, Filter: filter,
+	})
+	defer sc.Close()
+	var (
+		out   []seriesRef
+		bySID = map[string]int{}
+		sid   []byte
+	)
+	for sc.Next() {
+		key := sc.At().Key
+		k, err := s.layout.Parse(key)
+		if err != nil {
+			return nil, fmt.Errorf("data table: %w", err)
+		}
+		// The backend's filter only saves transfer; the check is here.
+		if k.Metric != metric || !s.layout.MatchConds(k, conds) {
+			continue
+		}
+		sid, _ = s.layout.AppendSeriesIDFromRowKey(sid[:0], key)
+		i, ok := bySID[string(sid)]
+		if !ok {
+			i = len(out)
+			out = append(out, seriesRef{sid: string(sid), first: k.BaseHour})
+			bySID[out[i].sid] = i
+		}
+		// Rows come by hour within a range.
+		out[i].last = k.BaseHour
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("scan data table: %w", err)
+	}
+	return out, nil
+}
+
+// sidTags appends the tag pairs of a series ID.
+func (s *Store) sidTags(dst []rowkey.TagPair, sid string) []rowkey.TagPair {
+	kw, pw := s.layout.TagKWidth, s.layout.PairWidth()
+	for off := s.layout.MetricWidth; off+pw <= len(sid); off += pw {
+		p := bytesOf(sid[off : off+pw])
+		dst = append(dst, rowkey.TagPair{K: labels2uid.DecodeUID(p[:kw]), V: labels2uid.DecodeUID(p[kw:])})
+	}
+	return dst
+}
+
+func (s *Store) sidMetric(sid string) uint64 {
+	return labels2uid.DecodeUID(bytesOf(sid[:s.layout.MetricWidth]))
+}
+
+// bytesOf views s as bytes, for reading only.
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// labelSeries resolves the labels of the series (reverse lookups batched per
+// kind, each distinct UID once), drops those the post matchers reject, and
+// sets their label sets.
+func (s *Store) labelSeries(ctx context.Context, p *queryPlan, group []metricRef, series []seriesRef) ([]seriesRef, error) {
+	metricNames := make(map[uint64]string, len(group))
+	for _, m := range group {
+		metricNames[m.uid] = m.name
+	}
+	var ks, vs []uint64
+	seenK, seenV := map[uint64]int{}, map[uint64]int{}
+	var tags []rowkey.TagPair
+	for i := range series {
+		tags = s.sidTags(tags[:0], series[i].sid)
+		for _, t := range tags {
+			if _, ok := seenK[t.K]; !ok {
+				seenK[t.K] = len(ks)
+				ks = append(ks, t.K)
+			}
+			if _, ok := seenV[t.V]; !ok {
+				seenV[t.V] = len(vs)
+				vs = append(vs, t.V)
+			}
+		}
+	}
+	kNames, err := s.uids.Names(ctx, labels2uid.TagK, ks, nil)
+	if err != nil {
+		return nil, fmt.Errorf("resolve label names: %w", err)
+	}
+	vNames, err := s.uids.Names(ctx, labels2uid.TagV, vs, nil)
+	if err != nil {
+		return nil, fmt.Errorf("resolve label values: %w", err)
+	}
+	var sb labels.ScratchBuilder
+	out := series[:0]
+	for _, sr := range series {
+		tags = s.sidTags(tags[:0], sr.sid)
+		if !p.accept(tags, vNames, seenV) {
+			continue
+		}
+		sb.Reset()
+		if name := metricNames[s.sidMetric(sr.sid)]; name != "" {
+			sb.Add(model.MetricNameLabel, name)
+		}
+		for _, t := range tags {
+			sb.Add(kNames[seenK[t.K]], vNames[seenV[t.V]])
+		}
+		sb.Sort()
+		sr.lset = sb.Labels()
+		out = append(out, sr)
+	}
+	clear(series[len(out):])
+	return out, nil
+}
+
+// accept checks the post matchers on a series' tags (sorted by key UID),
+// each distinct value once per query.
+func (p *queryPlan) accept(tags []rowkey.TagPair, vNames []string, vIdx map[uint64]int) bool {
+	for _, pm := range p.post {
+		i, ok := slices.BinarySearchFunc(tags, pm.k, func(t rowkey.TagPair, k uint64) int { return compareUint64(t.K, k) })
+		if !ok {
+			if !pm.matchesEmpty {
+				return false
+			}
+			continue
+		}
+		v := tags[i].V
+		match, seen := pm.byValue[v]
+		if !seen {
+			match = pm.m.Matches(vNames[vIdx[v]])
+			pm.byValue[v] = match
+		}
+		if !match {
+			return false
+		}
+	}
+	return true
+}

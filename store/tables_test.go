@@ -1,0 +1,128 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/prom-hbase/prom-hbase/labels2uid"
+	"github.com/prom-hbase/prom-hbase/rowkey"
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// TestUIDExhaustionRefusesOnlyItsSeries: a series that needs a UID the
+// space no longer has is refused, named with its label and the width; the
+// rest of the batch is written and reads back.
+func TestUIDExhaustionRefusesOnlyItsSeries(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
+		ctx := context.Background()
+		// 1-byte tag values: 255 of them.
+		s := openStore(t, db, Config{TablePrefix: prefix, Layout: rowkey.Layout{MetricWidth: 3, TagKWidth: 3, TagVWidth: 1, SaltBuckets: 2}})
+		now := time.Now().UnixMilli()
+		var fill []SeriesIn
+		for i := range 254 {
+			fill = append(fill, SeriesIn{Labels: lbls("__name__", "up", "pod", fmt.Sprint("p", i)), Samples: []Sample{{T: now, V: 1}}})
+		}
+		if err := s.Write(ctx, fill); err != nil {
+			t.Fatal(err)
+		}
+		// "up" is no tag value; 254 pods are. One value is left for three
+		// new series: the first new value gets it, the other two are
+		// refused, and the known series is written.
+		batch := []SeriesIn{
+			{Labels: lbls("__name__", "up", "pod", "p1"), Samples: []Sample{{T: now + 1, V: 2}}},
+			{Labels: lbls("__name__", "up", "pod", "new-a"), Samples: []Sample{{T: now, V: 3}}},
+			{Labels: lbls("__name__", "up", "pod", "new-b"), Samples: []Sample{{T: now, V: 4}, {T: now + 1, V: 5}}},
+			{Labels: lbls("__name__", "up", "pod", "new-c"), Samples: []Sample{{T: now, V: 6}}},
+		}
+		err := s.Write(ctx, batch)
+		var refused *RefusedError
+		if !errors.As(err, &refused) {
+			t.Fatalf("err = %v, want a RefusedError", err)
+		}
+		if !errors.Is(err, ErrInvalidInput) || !errors.Is(err, labels2uid.ErrExhausted) {
+			t.Errorf("err = %v: want ErrInvalidInput and ErrExhausted", err)
+		}
+		if refused.Series != 2 || refused.Samples != 2 && refused.Samples != 3 {
+			t.Errorf("refused %d series, %d samples; want 2 series", refused.Series, refused.Samples)
+		}
+		for _, want := range []string{`label "pod"`, "all 1-byte tagv UIDs are assigned"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("err = %q, want it to say %q", err, want)
+			}
+		}
+		got := collect(t, s.Select(ctx, Query{Start: now - 1, End: now + 1, Matchers: []*labels.Matcher{
+			labels.MustNewMatcher(labels.MatchRegexp, "pod", "p1|new-.*"),
+			labels.MustNewMatcher(labels.MatchEqual, "__name__", "up"),
+		}}))
+		// Exactly one of the new series was written, with p1's new sample.
+		if strings.Count(got, "new-") != 1 || !strings.Contains(got, "p1") {
+			t.Errorf("read back:\n%s\nwant p1 and one new series", got)
+		}
+	})
+}
+
+// TestOpenAltersExistingTables: tables created by an earlier version (UID
+// families with NEW_VERSION_BEHAVIOR, no block encoding) and a data table
+// with another retention are brought to this version's settings at start,
+// and nothing stored changes.
+func TestOpenAltersExistingTables(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
+		ctx := context.Background()
+		cfg := Config{TablePrefix: prefix, Retention: 30 * 24 * time.Hour}
+		cfg.setDefaults()
+		old := uidTableSpec(cfg)
+		for i := range old.Families {
+			old.Families[i] = table.FamilySpec{Name: old.Families[i].Name, BloomFilter: "ROW", NewVersionBehavior: true}
+		}
+		if err := db.CreateTable(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		s := openStore(t, db, cfg)
+		now := time.Now().UnixMilli()
+		in := []SeriesIn{{Labels: lbls("__name__", "m", "a", "b"), Samples: []Sample{{T: now, V: 1}}}}
+		if err := s.Write(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		cfg.Retention = 90 * 24 * time.Hour
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		s2 := openStore(t, db, cfg)
+		have, err := db.Describe(ctx, prefix+UIDTableSuffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range have.Families {
+			if f.NewVersionBehavior {
+				t.Errorf("UID family %s still has NEW_VERSION_BEHAVIOR", f.Name)
+			}
+		}
+		data, err := db.Describe(ctx, prefix+DataTableSuffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data.Families[0].TTL != cfg.Retention {
+			t.Errorf("data TTL = %v after a restart with retention %v", data.Families[0].TTL, cfg.Retention)
+		}
+		if !strings.Contains(logs.String(), "TTL 720h0m0s -> 2160h0m0s") {
+			t.Errorf("no log line says the retention changed:\n%s", logs.String())
+		}
+		got := collect(t, s2.Select(ctx, Query{Start: now, End: now, Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")}}))
+		if !strings.Contains(got, `a="b"`) {
+			t.Errorf("after the alter, read back %q", got)
+		}
+		// A third start with the same settings changes nothing.
+		logs.Reset()
+		openStore(t, db, cfg)
+		if strings.Contains(logs.String(), "altered") {
+			t.Errorf("a start with unchanged settings altered a table:\n%s", logs.String())
+		}
+	})
+}

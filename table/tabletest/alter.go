@@ -1,0 +1,114 @@
+package tabletest
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// checkDescribed compares a Describe answer with the spec the table has:
+// same families, TTL and versions (0 meaning the default of 1), and each
+// attribute a backend may ignore either as given or empty (an attribute the
+// spec leaves empty may come back as the backend's default).
+func checkDescribed(t *testing.T, got table.TableSpec, want []table.FamilySpec) {
+	t.Helper()
+	if len(got.Families) != len(want) {
+		t.Fatalf("Describe: %d families %+v, want %d", len(got.Families), got.Families, len(want))
+	}
+	for _, w := range want {
+		i := slices.IndexFunc(got.Families, func(f table.FamilySpec) bool { return f.Name == w.Name })
+		if i < 0 {
+			t.Errorf("Describe: no family %q in %+v", w.Name, got.Families)
+			continue
+		}
+		g := got.Families[i]
+		optional := func(got, want string) bool { return got == "" || want == "" || strings.EqualFold(got, want) }
+		ok := g.TTL == w.TTL && max(g.MaxVersions, 1) == max(w.MaxVersions, 1) &&
+			optional(g.BloomFilter, w.BloomFilter) && optional(g.DataBlockEncoding, w.DataBlockEncoding) &&
+			optional(g.Compression, w.Compression) && (!g.InMemory || w.InMemory) &&
+			(!g.NewVersionBehavior || w.NewVersionBehavior)
+		if !ok {
+			t.Errorf("Describe: family %+v, want %+v", g, w)
+		}
+	}
+}
+
+func testDescribe(t *testing.T, s *suite) {
+	spec := table.TableSpec{
+		Name: s.tableName(t),
+		Families: []table.FamilySpec{
+			{Name: "d", MaxVersions: 1, TTL: 48 * time.Hour, BloomFilter: "ROW", DataBlockEncoding: "FAST_DIFF", Compression: "NONE", NewVersionBehavior: true},
+			{Name: "u", InMemory: true, BloomFilter: "ROWCOL"},
+			{Name: "v", MaxVersions: 3},
+		},
+		SplitKeys: [][]byte{[]byte("m")},
+	}
+	db, _ := s.createTable(t, spec)
+	ctx := t.Context()
+	got, err := db.Describe(ctx, spec.Name)
+	if err != nil {
+		t.Fatalf("Describe(%q): %v", spec.Name, err)
+	}
+	if got.Name != spec.Name || len(got.SplitKeys) != 0 {
+		t.Errorf("Describe(%q): name %q, %d split keys", spec.Name, got.Name, len(got.SplitKeys))
+	}
+	checkDescribed(t, got, spec.Families)
+	absent := s.tableName(t)
+	if _, err := db.Describe(ctx, absent); !errors.Is(err, table.ErrTableNotFound) {
+		t.Errorf("Describe(%q) of an absent table: %v, want ErrTableNotFound", absent, err)
+	}
+}
+
+func testAlterFamily(t *testing.T, s *suite) {
+	families := []table.FamilySpec{
+		{Name: "d", BloomFilter: "ROW", DataBlockEncoding: "FAST_DIFF", NewVersionBehavior: true},
+		{Name: "k"},
+	}
+	spec := table.TableSpec{Name: s.tableName(t), Families: families}
+	db, tb := s.createTable(t, spec)
+	ctx := t.Context()
+	old := time.Now().Add(-2 * time.Hour).UnixMilli()
+	fresh := recentTS()
+	cells := []table.Cell{
+		cell("r", "d", "old", old, "two hours old"),
+		cell("r", "d", "fresh", fresh, "a minute old"),
+		cell("r", "k", "old", old, "kept forever"),
+	}
+	put(t, tb, cells...)
+	checkRows(t, "before AlterFamily", get(t, tb, "", []byte("r")), rowsOf(cells[1], cells[0], cells[2]))
+
+	// A TTL of one hour on family d: the two-hour-old cell goes at once,
+	// through this handle and a new one; the rest stays.
+	altered := families[0]
+	altered.TTL = time.Hour
+	altered.MaxVersions = 2
+	if err := db.AlterFamily(ctx, spec.Name, altered); err != nil {
+		t.Fatalf("AlterFamily: %v", err)
+	}
+	got, err := db.Describe(ctx, spec.Name)
+	if err != nil {
+		t.Fatalf("Describe after AlterFamily: %v", err)
+	}
+	checkDescribed(t, got, []table.FamilySpec{altered, families[1]})
+	want := rowsOf(cells[1], cells[2])
+	checkRows(t, "Get after a shorter TTL", get(t, tb, "", []byte("r")), want)
+	checkRows(t, "Scan after a shorter TTL", scan(t, tb, table.ScanOptions{}), want)
+	tb2, err := db.Table(ctx, spec.Name)
+	if err != nil {
+		t.Fatalf("Table after AlterFamily: %v", err)
+	}
+	checkRows(t, "Get through a new handle after a shorter TTL", get(t, tb2, "", []byte("r")), want)
+	put(t, tb, cell("r2", "d", "q", fresh, "written after"))
+	checkRows(t, "Get of a cell written after AlterFamily", get(t, tb, "", []byte("r2")), rowsOf(cell("r2", "d", "q", fresh, "written after")))
+
+	if err := db.AlterFamily(ctx, spec.Name, table.FamilySpec{Name: "nosuchfamily"}); err == nil {
+		t.Errorf("AlterFamily of a family the table does not have: no error")
+	}
+	if err := db.AlterFamily(ctx, s.tableName(t), altered); !errors.Is(err, table.ErrTableNotFound) {
+		t.Errorf("AlterFamily of an absent table: %v, want ErrTableNotFound", err)
+	}
+}
