@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -26,18 +27,31 @@ func (s *suite) compactionRounds() {
 	if before.hours < float64(len(s.hist.series))*24 {
 		t.Fatalf("only %.0f series-hours compacted; the history alone has %d series x 72 hours", before.hours, len(s.hist.series))
 	}
-	all := query{expr: `count_over_time({job="e2e-history"}[4d])`, end: s.hist.end.Add(time.Minute)}
+	all := query{expr: `count_over_time(e2e_history_gauge[4d])`, end: s.hist.end.Add(time.Minute)}
 	sum := query{expr: `sum_over_time(e2e_history_gauge[4d])`, end: s.hist.end.Add(time.Minute), approx: true}
 	s.round("compacted", []query{all, sum})
 
 	late := s.lateSamples()
-	s.writeBoth(0, late)
+	s.writeHistory(late)
 	s.faults = append(s.faults, fmt.Sprintf("compaction: %d late samples written into compacted hours", countSamples(late)))
 	s.round("late samples", []query{all, sum})
 
 	after := s.waitCompacted(before.deleted + float64(countSamples(late)))
 	t.Logf("compactors: late samples folded in (%.0f raw cells deleted in all)", after.deleted)
 	s.round("refolded", []query{all, sum})
+}
+
+// writeHistory writes history series to adapter 1 (retrying as Prometheus
+// would) and, once acknowledged, to A, as the history itself was written.
+func (s *suite) writeHistory(series []prompb.TimeSeries) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(s.ctx, 3*time.Minute)
+	defer cancel()
+	for _, url := range []string{s.adapterURLs[0], s.a.base} {
+		if err := mustRemoteWrite(ctx, url+"/api/v1/write", series); err != nil {
+			s.t.Fatal(err)
+		}
+	}
 }
 
 type compactorState struct{ hours, deleted, lag float64 }
