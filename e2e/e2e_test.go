@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -94,12 +93,7 @@ func newSuite(t *testing.T) *suite {
 		// reruns share one HBase.
 		prefix: "e2e" + strconv.FormatInt(time.Now().UnixNano(), 36) + "_",
 	}
-	s.adapterBin = filepath.Join(s.dir, "adapter")
-	build := exec.CommandContext(s.ctx, "go", "build", "-o", s.adapterBin, "./cmd/adapter")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build adapter: %v\n%s", err, out)
-	}
+	s.adapterBin = buildAdapter(t, s.dir)
 	// scripts/test.sh resolves Prometheus before the run; otherwise the
 	// script builds it (once, minutes) or prints the cached binary.
 	if s.promBin = os.Getenv("PROMHBASE_PROMETHEUS"); s.promBin == "" {

@@ -46,38 +46,11 @@ func (s shape) memory(decodedLen int) int64 {
 		int64(s.strings)*stringCost + int64(decodedLen)
 }
 
-// scanV1 counts what a prometheus.WriteRequest holds.
-func scanV1(b []byte) (s shape) {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return s
-		}
-		b = b[n:]
-		if typ != protowire.BytesType || (num != 1 && num != 3) {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return s
-			}
-			b = b[n:]
-			continue
-		}
-		msg, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return s
-		}
-		b = b[n:]
-		if num == 3 {
-			s.metadata++
-			s.strings += min(3, len(msg)/3) // a non-empty string takes 3 bytes or more
-			continue
-		}
-		s.series++
-		s.scanV1Series(msg)
-	}
-	return s
-}
-
-func (s *shape) scanV1Series(b []byte) {
+// eachBytesField calls f with the number and bytes of every
+// length-delimited field of b, skipping fields of other wire types. It stops
+// at the first malformed field: the decoder reports that one, and a count
+// short of it only lowers the bound.
+func eachBytesField(b []byte, f func(num protowire.Number, msg []byte)) {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -96,6 +69,27 @@ func (s *shape) scanV1Series(b []byte) {
 			return
 		}
 		b = b[n:]
+		f(num, msg)
+	}
+}
+
+// scanV1 counts what a prometheus.WriteRequest holds.
+func scanV1(b []byte) (s shape) {
+	eachBytesField(b, func(num protowire.Number, msg []byte) {
+		switch num {
+		case 1:
+			s.series++
+			s.scanV1Series(msg)
+		case 3:
+			s.metadata++
+			s.strings += min(3, len(msg)/3) // a non-empty string takes 3 bytes or more
+		}
+	})
+	return s
+}
+
+func (s *shape) scanV1Series(b []byte) {
+	eachBytesField(b, func(num protowire.Number, msg []byte) {
 		switch num {
 		case 1:
 			s.labels++
@@ -103,39 +97,23 @@ func (s *shape) scanV1Series(b []byte) {
 		case 2:
 			s.samples++
 		}
-	}
+	})
 }
 
 // scanV2 counts what an io.prometheus.write.v2.Request holds.
 func scanV2(b []byte) (s shape) {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return s
-		}
-		b = b[n:]
-		if typ != protowire.BytesType || (num != 4 && num != 5) {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return s
-			}
-			b = b[n:]
-			continue
-		}
-		msg, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return s
-		}
-		b = b[n:]
-		if num == 4 {
+	eachBytesField(b, func(num protowire.Number, msg []byte) {
+		switch num {
+		case 4:
 			s.symbols++
 			if len(msg) > 0 {
 				s.strings++
 			}
-			continue
+		case 5:
+			s.series++
+			s.scanV2Series(msg)
 		}
-		s.series++
-		s.scanV2Series(msg)
-	}
+	})
 	return s
 }
 

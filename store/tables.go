@@ -71,11 +71,12 @@ func ensureTable(ctx context.Context, db table.DB, spec table.TableSpec, logger 
 		if !ok {
 			return nil, fmt.Errorf("table %s has no family %q: was it created by something else?", spec.Name, want.Name)
 		}
-		if len(familyDiff(got, want)) == 0 {
+		diff := familyDiff(got, want)
+		if len(diff) == 0 {
 			continue
 		}
 		if err := db.AlterFamily(ctx, spec.Name, want); err != nil {
-			return nil, fmt.Errorf("table %s: bring family %s to %s: %w", spec.Name, want.Name, strings.Join(familyDiff(got, want), ", "), err)
+			return nil, fmt.Errorf("table %s: bring family %s to %s: %w", spec.Name, want.Name, strings.Join(diff, ", "), err)
 		}
 		// Report what took effect: a backend ignores what it has no notion
 		// of (Pebble has no block encoding), and that is no change.
@@ -84,7 +85,7 @@ func ensureTable(ctx context.Context, db table.DB, spec table.TableSpec, logger 
 			return nil, fmt.Errorf("describe table %s: %w", spec.Name, err)
 		}
 		after, _ := findFamily(now, want.Name)
-		if changed := changes(got, after); len(changed) > 0 {
+		if changed := familyDiff(got, after); len(changed) > 0 {
 			logger.Info("table family altered to this adapter's settings; no data was changed",
 				"table", spec.Name, "family", want.Name, "changes", strings.Join(changed, ", "))
 		}
@@ -102,8 +103,8 @@ func findFamily(spec table.TableSpec, name string) (table.FamilySpec, bool) {
 }
 
 // familyDiff lists the attributes the store cares about that differ between
-// have and want, as "ATTRIBUTE have -> want". An empty attribute is HBase's
-// default.
+// two descriptions of a family, as "ATTRIBUTE have -> want". An empty
+// attribute is HBase's default.
 func familyDiff(have, want table.FamilySpec) []string {
 	var d []string
 	add := func(name, a, b string) {
@@ -118,9 +119,6 @@ func familyDiff(have, want table.FamilySpec) []string {
 	add("NEW_VERSION_BEHAVIOR", fmt.Sprint(have.NewVersionBehavior), fmt.Sprint(want.NewVersionBehavior))
 	return d
 }
-
-// changes lists what differs between two descriptions of one family.
-func changes(before, after table.FamilySpec) []string { return familyDiff(before, after) }
 
 func orDefault(s, d string) string {
 	if s == "" {
