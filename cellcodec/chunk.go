@@ -52,7 +52,7 @@ func IsChunkQualifier(q []byte) bool {
 // AppendChunkQualifier appends the qualifier of a chunk of encoding enc whose
 // first and last samples lie minOffset and maxOffset milliseconds into the
 // hour (minOffset <= maxOffset < HourMillis). Qualifiers of one row sort by
-// their first sample, after every raw qualifier.
+// encoding, then by their first sample, after every raw qualifier.
 func AppendChunkQualifier(dst []byte, enc chunkenc.Encoding, minOffset, maxOffset uint32) []byte {
 	dst = append(dst, chunkQualifierPrefix, byte(enc))
 	dst = binary.BigEndian.AppendUint32(dst, minOffset)
@@ -69,6 +69,9 @@ type Chunk struct {
 	// Data is the chunk as chunkenc writes it, header included; it aliases
 	// the cell's value.
 	Data []byte
+	// Hints is a histogram chunk's hints trailer (histhints.go), aliasing
+	// the cell's value; empty for an XOR chunk.
+	Hints []byte
 }
 
 // NumSamples is the sample count from the chunk's header.
@@ -79,7 +82,7 @@ const chunkHeaderLen = 2
 
 // DecodeChunk reads a chunk cell of the row whose first millisecond is
 // hourMillis. It checks the shape only, in constant time: the qualifier's
-// length, prefix and encoding (XOR, the only one written so far), the
+// length, prefix and encoding (XOR, histogram or float histogram), the
 // offsets' order and range, and the value's header. The chunk's bits are
 // checked when they are decoded (AppendChunkSamples).
 func DecodeChunk(hourMillis int64, qualifier, value []byte) (Chunk, error) {
@@ -88,17 +91,27 @@ func DecodeChunk(hourMillis int64, qualifier, value []byte) (Chunk, error) {
 		return Chunk{}, fmt.Errorf("%w: chunk qualifier %x", ErrMalformedCell, q)
 	}
 	enc := chunkenc.Encoding(q[1])
-	if enc != chunkenc.EncXOR {
+	if enc != chunkenc.EncXOR && enc != chunkenc.EncHistogram && enc != chunkenc.EncFloatHistogram {
 		return Chunk{}, fmt.Errorf("%w: chunk encoding %s not supported", ErrMalformedCell, enc)
 	}
 	lo, hi := binary.BigEndian.Uint32(q[2:6]), binary.BigEndian.Uint32(q[6:10])
 	if lo > hi || hi >= HourMillis {
 		return Chunk{}, fmt.Errorf("%w: chunk qualifier %x: offsets out of order or beyond the hour", ErrMalformedCell, q)
 	}
+	var hints []byte
+	if enc != chunkenc.EncXOR {
+		var err error
+		if value, hints, err = splitHistogramChunkValue(value); err != nil {
+			return Chunk{}, err
+		}
+		if len(value) < histChunkHeaderLen || len(hints) == 0 {
+			return Chunk{}, fmt.Errorf("%w: histogram chunk of %d bytes has no header or no hints", ErrMalformedCell, len(value))
+		}
+	}
 	if len(value) < chunkHeaderLen {
 		return Chunk{}, fmt.Errorf("%w: chunk of %d bytes has no header", ErrMalformedCell, len(value))
 	}
-	return Chunk{Encoding: enc, MinT: hourMillis + int64(lo), MaxT: hourMillis + int64(hi), Data: value}, nil
+	return Chunk{Encoding: enc, MinT: hourMillis + int64(lo), MaxT: hourMillis + int64(hi), Data: value, Hints: hints}, nil
 }
 
 // AppendChunkValue appends an XOR chunk of samples, which must be sorted by T

@@ -4,20 +4,29 @@
 // row.
 //
 // A raw cell holds one sample: its qualifier is the 4-byte big-endian
-// millisecond offset within the hour, its value the 8 big-endian bytes of the
-// float64 (bit-exact: every NaN payload, the staleness marker among them,
-// comes back as written), its cell timestamp the sample time.
+// millisecond offset within the hour, its cell timestamp the sample time.
+// A float's value is the 8 big-endian bytes of the float64 (bit-exact: every
+// NaN payload, the staleness marker among them, comes back as written). A
+// native histogram's value (integer or float) is never 8 bytes long: a kind
+// byte, then every field of the histogram (histraw.go). A float and a
+// histogram at the same time are the same cell: the newest write wins.
 //
 // A chunk cell holds compacted samples of the hour. Its 10-byte qualifier is
-// 0x01, the chunk's encoding (a chunkenc.Encoding byte: XOR today, room for
-// histogram chunks beside it), then the big-endian u32 millisecond offsets
+// 0x01, the chunk's encoding (a chunkenc.Encoding byte: XOR, histogram or
+// float histogram), then the big-endian u32 millisecond offsets
 // within the hour of the chunk's first and last samples; its value is the
 // chunk exactly as tsdb/chunkenc writes it, header included, which is what
 // Prometheus takes in a streamed remote read; its cell timestamp is the time
 // of its last sample, so retention drops it with its newest sample. A
 // chunk's time range is thus known without decoding it, chunk cells sort
 // after every raw cell of their row (offsets < 2^24, so raw qualifiers start
-// with 0x00), and among themselves by their first sample.
+// with 0x00), and among themselves by encoding, then by their first sample.
+//
+// The compactor turns an hour's samples into chunks run by run: floats
+// into XOR chunks of near-equal counts (SamplesPerChunk), integer and float
+// histograms into histogram chunks cut where Prometheus's head would cut
+// them and wherever a chunk would not give a sample back exactly as written
+// (histchunk.go); a histogram that no chunk gives back exactly stays raw.
 //
 // It must not know row keys, UIDs, series, nor any backend.
 package cellcodec
@@ -31,11 +40,16 @@ import (
 
 // LayoutVersion is the version of the cell layout, recorded by the store in
 // its schema row; it changes whenever a reader of the old layout would
-// misread the new one. Chunk cells came with version 1 still, as no store
-// wrote one before their final layout; an adapter built before them reports
-// a row holding one as malformed, so every adapter sharing the tables is
-// upgraded before any runs the compactor.
-const LayoutVersion = 1
+// misread the new one. Version 1: float raw cells and XOR chunk cells.
+// Version 2 adds raw histogram cells and histogram and float-histogram
+// chunk cells; it reads every version-1 table as it is, so a version-2
+// adapter upgrades the recorded version in place, after which a version-1
+// adapter refuses the tables rather than misread a histogram cell.
+const LayoutVersion = 2
+
+// PreviousLayoutVersion is the layout version this one reads unchanged and
+// upgrades in place.
+const PreviousLayoutVersion = 1
 
 const (
 	// RawQualifierLen is the length of a raw cell's qualifier.

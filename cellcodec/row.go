@@ -22,8 +22,9 @@ type Cells interface {
 	Cell(i int) (qualifier, value []byte)
 }
 
-// AppendRowSamples appends to dst the samples of one hour row whose first
-// millisecond is hourMillis, keeping those with mint <= T <= maxt, sorted by
+// AppendRowSamples appends to dst the float samples of one hour row holding
+// floats only (a histogram cell is reported as malformed; AppendRowPoints
+// reads any row) whose first millisecond is hourMillis, keeping those with mint <= T <= maxt, sorted by
 // T without duplicates. The row may hold raw cells, chunk cells or both (late
 // samples beside a compacted hour): where both hold a sample for the same T,
 // the raw cell wins, being the later write. Chunks of one row overlap only

@@ -24,21 +24,26 @@ func (s *suite) compactionRounds() {
 	t := s.t
 	before := s.waitCompacted(0)
 	t.Logf("compactors: %.0f series-hours compacted, %.0f raw cells deleted", before.hours, before.deleted)
-	if before.hours < float64(len(s.hist.series))*24 {
-		t.Fatalf("only %.0f series-hours compacted; the history alone has %d series x 72 hours", before.hours, len(s.hist.series))
+	// 73 hour rows a series, less the hour not yet past its grace, less
+	// the stale gaps: at least 70.
+	if n := len(s.hist.series) + len(s.native.series); before.hours < float64(n)*70 {
+		t.Fatalf("only %.0f series-hours compacted; the float and histogram history alone has %d series x 70-73 hours", before.hours, n)
 	}
 	all := query{expr: `count_over_time(e2e_history_gauge[4d])`, end: s.hist.end.Add(time.Minute)}
 	sum := query{expr: `sum_over_time(e2e_history_gauge[4d])`, end: s.hist.end.Add(time.Minute), approx: true}
-	s.round("compacted", []query{all, sum})
+	nativeAll := query{expr: `count_over_time({job="e2e-nhistory"}[4d])`, end: s.hist.end.Add(time.Minute)}
+	s.round("compacted", []query{all, sum, nativeAll})
 
-	late := s.lateSamples()
+	nativeLate := s.native.late()
+	late := append(s.lateSamples(), nativeLate...)
 	s.writeHistory(late)
-	s.faults = append(s.faults, fmt.Sprintf("compaction: %d late samples written into compacted hours", countSamples(late)))
-	s.round("late samples", []query{all, sum})
+	s.native.merge(nativeLate)
+	s.faults = append(s.faults, fmt.Sprintf("compaction: %d late samples (%d of them histograms) written into compacted hours", countSamples(late), countSamples(nativeLate)))
+	s.round("late samples", []query{all, sum, nativeAll})
 
 	after := s.waitCompacted(before.deleted + float64(countSamples(late)))
 	t.Logf("compactors: late samples folded in (%.0f raw cells deleted in all)", after.deleted)
-	s.round("refolded", []query{all, sum})
+	s.round("refolded", []query{all, sum, nativeAll})
 }
 
 // writeHistory writes history series to adapter 1 (retrying as Prometheus
@@ -111,7 +116,7 @@ func (s *suite) lateSamples() []prompb.TimeSeries {
 func countSamples(series []prompb.TimeSeries) int {
 	n := 0
 	for _, s := range series {
-		n += len(s.Samples)
+		n += len(s.Samples) + len(s.Histograms)
 	}
 	return n
 }

@@ -5,7 +5,10 @@
 // adapter; Prometheus B keeps nothing and remote-reads from the adapter. The
 // suite asks both the same PromQL questions and requires the same answers,
 // before and after injected faults (HBase down, an adapter killed, two
-// adapters racing on new series).
+// adapters racing on new series). Native histograms take the same path: A
+// scrapes them (a client_golang target of integer, float and custom-bucket
+// histograms, and A's own request durations) and sends them with both
+// remote-write versions; generated histogram history is written directly.
 //
 // The package owns only test code. It must not import the adapter's packages:
 // it talks to the adapter over HTTP exactly as Prometheus does, so it tests

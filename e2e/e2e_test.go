@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -35,13 +36,25 @@ func TestPrometheusRoundTrip(t *testing.T) {
 	s := newSuite(t)
 	s.start()
 
-	s.round("baseline", nil)
-	s.compactionRounds()
-	s.faultRace()
-	s.faultAdapterKill()
-	s.faultHBaseDown()
+	// Each step is a subtest, so that -run can pick some (for example
+	// 'RoundTrip/^(baseline|compaction)$' leaves HBase running).
+	s.step("baseline", func() { s.round("baseline", nil) })
+	s.step("compaction", s.compactionRounds)
+	s.step("race", s.faultRace)
+	s.step("adapter-SIGKILL", s.faultAdapterKill)
+	s.step("HBase-down", s.faultHBaseDown)
 
 	t.Logf("report:\n%s", s.report())
+}
+
+// step runs f as the subtest name, with s.t the subtest's.
+func (s *suite) step(name string, f func()) {
+	parent := s.t
+	parent.Run(name, func(t *testing.T) {
+		s.t = t
+		defer func() { s.t = parent }()
+		f()
+	})
 }
 
 type roundResult struct {
@@ -61,11 +74,13 @@ type suite struct {
 	zk, prefix string
 
 	target      *target
+	histTarget  *histTarget
 	adapters    [2]*process
 	adapterURLs [2]string
 	a, b        promAPI
 	scrapeStart time.Time
 	hist        *history
+	native      *nativeHistory
 	direct      bool      // series of job e2e-direct exist
 	lastDirect  time.Time // newest sample of those
 
@@ -107,6 +122,7 @@ func newSuite(t *testing.T) *suite {
 func (s *suite) start() {
 	t := s.t
 	s.target = startTarget(t)
+	s.histTarget = startHistTarget(t)
 	for i := range s.adapters {
 		s.adapterURLs[i] = "http://127.0.0.1:" + itoa(freePort(t))
 		s.adapters[i] = startProcess(t, s.dir, "adapter"+itoa(i+1), s.adapterBin, s.adapterArgs(i)...)
@@ -125,9 +141,10 @@ func (s *suite) start() {
 	// History goes to both sides directly; A's queues drop origin="direct",
 	// so the adapter's copy is only what this write put there.
 	s.hist = makeHistory(time.Now())
+	s.native = makeNativeHistory(s.hist)
 	errs := make(chan error, 2)
 	for _, url := range []string{s.a.base + "/api/v1/write", s.adapterURLs[0] + "/api/v1/write"} {
-		go func() { errs <- s.hist.write(s.ctx, url) }()
+		go func() { errs <- errors.Join(s.hist.write(s.ctx, url), s.native.write(s.ctx, url)) }()
 	}
 	for range 2 {
 		if err := <-errs; err != nil {
@@ -136,6 +153,7 @@ func (s *suite) start() {
 	}
 	t.Logf("history: %d series, %d samples, %s .. %s", len(s.hist.series), s.hist.samples,
 		s.hist.start.UTC().Format(time.RFC3339), s.hist.end.UTC().Format(time.RFC3339))
+	t.Logf("native-histogram history: %d series, %d samples", len(s.native.series), s.native.samples)
 	// Let A scrape for a while so the live window holds flaps and churn.
 	time.Sleep(time.Until(s.scrapeStart.Add(20 * time.Second)))
 }
@@ -181,6 +199,7 @@ func (s *suite) configA() string {
   - name: %s
     url: %s/api/v1/write
     protobuf_message: %s
+    send_native_histograms: true
     remote_timeout: 15s
     queue_config:
       min_shards: 1
@@ -209,7 +228,8 @@ storage:
 scrape_configs:
   - job_name: e2e-target
     static_configs:
-      - targets: ["` + s.target.addr + `"]
+      - targets: ["` + s.target.addr + `"]` +
+		histScrapeConfigs(s.histTarget.addr, strings.TrimPrefix(s.a.base, "http://")) + `
 remote_write:` +
 		queue("rw1", s.adapterURLs[0], "prometheus.WriteRequest", "a|both|") +
 		queue("rw2", s.adapterURLs[1], "io.prometheus.write.v2.Request", "b|both|")
@@ -293,6 +313,7 @@ func (s *suite) round(name string, extra []query) {
 		)
 	}
 	qs = append(qs, historyQueries(s.hist)...)
+	qs = append(qs, nativeQueries(s.scrapeStart, at, s.native)...)
 	qs = append(qs, extra...)
 	r := roundResult{name: name, queries: len(qs)}
 	for _, q := range qs {
@@ -322,7 +343,8 @@ func (s *suite) round(name string, extra []query) {
 		}
 		r.equal++
 	}
-	for _, match := range []string{`{job="e2e-target"}`, `{origin="direct"}`} {
+	s.checkNative(name)
+	for _, match := range []string{`{job="e2e-target"}`, `{job="e2e-histograms"}`, `{origin="direct"}`} {
 		ka, err := s.a.seriesOf(s.ctx, match, s.hist.start, at)
 		if err != nil {
 			t.Fatal(err)

@@ -47,9 +47,11 @@ type queryData struct {
 }
 
 type apiSeries struct {
-	Metric map[string]string `json:"metric"`
-	Value  []any             `json:"value"`
-	Values [][]any           `json:"values"`
+	Metric     map[string]string   `json:"metric"`
+	Value      []any               `json:"value"`
+	Values     [][]any             `json:"values"`
+	Histogram  []json.RawMessage   `json:"histogram"`
+	Histograms [][]json.RawMessage `json:"histograms"`
 }
 
 func (p promAPI) get(ctx context.Context, path string, params url.Values) (json.RawMessage, error) {
@@ -141,6 +143,9 @@ func (p promAPI) query(ctx context.Context, q query) ([]series, error) {
 				return nil, err
 			}
 			pts = append(pts, pt)
+		}
+		if pts, err = appendHistogramPoints(pts, s.Histogram, s.Histograms); err != nil {
+			return nil, fmt.Errorf("%s: decode %s: %w", p.name, q.expr, err)
 		}
 		out = append(out, series{key: labelKey(s.Metric), points: pts})
 	}
@@ -292,6 +297,9 @@ func sameValue(a, b string, approx bool) (eq, exact bool) {
 	}
 	if !approx {
 		return false, false
+	}
+	if isHistogramValue(a) || isHistogramValue(b) {
+		return sameHistogram(a, b), false
 	}
 	fa, errA := strconv.ParseFloat(a, 64)
 	fb, errB := strconv.ParseFloat(b, 64)

@@ -61,13 +61,18 @@ func (c *Client) MutateBatch(ctx context.Context, table string, muts []*hrpc.Mut
 			return err
 		}
 	}
+	sizes := make([]int, len(muts))
+	for i, m := range muts {
+		sizes[i] = m.CellsSize()
+	}
 	return c.batch(ctx, table, &batchOps{
 		n:   len(muts),
 		row: func(i int) []byte { return muts[i].Row },
 		add: func(b *hrpc.Multi, region []byte, i int) int {
 			b.AddMutation(region, uint32(i), muts[i])
-			return muts[i].CellsSize()
+			return sizes[i]
 		},
+		cellsSize: func(i int) int { return sizes[i] },
 	})
 }
 
@@ -110,6 +115,16 @@ type CondPut struct {
 // RegionAction of its own with its condition (HBase 2.4 and later), and
 // only the actions that failed are retried, as in MutateBatch.
 //
+// The puts go with ASYNC_WAL durability, and each region's run of them in a
+// Multi ends with a barrier (see addBarrier) that syncs the region's WAL:
+// a region server handles a Multi's region actions in order, and a WAL sync
+// makes every entry appended before it durable, so each put, and each value
+// a refused put saw, is durable once the barrier is answered. A conditional
+// put that syncs its own WAL entry costs HBase about five times as much (it
+// waits for the sync alone), which made new-series bursts slow. When a
+// barrier fails, every action of its run is retried: a retry finds what
+// the first attempt left (see below).
+//
 // written[i] is the server's answer to the last attempt of puts[i]. When an
 // earlier attempt may have been applied (its answer was lost), the retry
 // checks the condition against what that attempt left, so it reports false
@@ -135,13 +150,36 @@ func (c *Client) CheckAndPutBatch(ctx context.Context, table string, puts []Cond
 		n:   len(puts),
 		row: func(i int) []byte { return puts[i].Put.Row },
 		add: func(b *hrpc.Multi, region []byte, i int) int {
-			b.AddCondMutation(region, uint32(i), puts[i].Put, conds[i])
+			put := *puts[i].Put
+			put.Durability = pb.MutationProto_ASYNC_WAL
+			b.AddCondMutation(region, uint32(i), &put, conds[i])
 			return puts[i].Put.CellsSize() + 64 + len(puts[i].Expected)
 		},
+		barrier:     func(b *hrpc.Multi, region []byte, i int) { addBarrier(b, region, puts[i].Family, puts[i].Put.Row) },
 		onProcessed: func(i int, processed bool) { written[i] = processed },
 	})
 	return written, err
 }
+
+// barrierQualifier names the column a barrier deletes: no caller's column.
+var barrierQualifier = []byte("\x00promhbase.wal-barrier")
+
+// addBarrier adds the unconditional, table-durability mutation that ends a
+// region's run of ASYNC_WAL conditional puts: a column delete of a column no
+// one writes, in a row of the run. It changes nothing anyone reads (the
+// marker only hides cells of its own column, and major compaction drops
+// it), yet it is a WAL entry of the region like any other, so answering it
+// takes a sync of the WAL past every entry before it. A refused conditional
+// put writes nothing and syncs nothing, hence a mutation of its own.
+func addBarrier(b *hrpc.Multi, region, family, row []byte) {
+	b.AddMutation(region, barrierIndex, &hrpc.Mutation{
+		Type: hrpc.MutationDelete, Row: row,
+		Cells: []hrpc.MutationCell{{Family: family, Qualifier: barrierQualifier, Timestamp: hrpc.LatestTimestamp, Type: hrpc.TypeDeleteColumn}},
+	})
+}
+
+// barrierIndex is the action index of a barrier; answers echo it.
+const barrierIndex = 1<<32 - 1
 
 // batchOps says what a batch sends and what it does with the answers.
 type batchOps struct {
@@ -154,6 +192,15 @@ type batchOps struct {
 	// onProcessed, when set, makes every action a conditional RegionAction
 	// of its own and receives its processed flag.
 	onProcessed func(i int, processed bool)
+	// cellsSize, when set, is the cell block size of action i, so that a
+	// Multi's cell block is allocated once rather than grown by doubling
+	// (which allocates about twice the block: the write path's largest
+	// buffer).
+	cellsSize func(i int) int
+	// barrier, when set, adds after each region's run of actions in a
+	// Multi (i: the run's last action) a region action whose success makes
+	// the run durable; when it fails, the whole run is retried.
+	barrier func(b *hrpc.Multi, region []byte, i int)
 }
 
 // multiChunk is one Multi call: the region of each of its region actions,
@@ -162,8 +209,11 @@ type multiChunk struct {
 	addr    string
 	regions []*RegionInfo
 	actions [][]int
-	multi   hrpc.Multi
-	size    int
+	// barriers holds, for each barrier region action (see
+	// batchOps.barrier), the region actions of the run it ends.
+	barriers map[int][]int
+	multi    hrpc.Multi
+	size     int
 }
 
 // batch runs the actions with Multi calls until each succeeded or failed
@@ -204,7 +254,7 @@ func (c *Client) batch(ctx context.Context, table string, ops *batchOps) error {
 			}
 			byRegion[r] = append(byRegion[r], i)
 		}
-		chunks := c.chunks(byRegion, ops.add)
+		chunks := c.chunks(byRegion, ops)
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for _, ch := range chunks {
@@ -239,7 +289,7 @@ func (c *Client) batch(ctx context.Context, table string, ops *batchOps) error {
 }
 
 // chunks packs the grouped actions into Multi calls, per server.
-func (c *Client) chunks(byRegion map[*RegionInfo][]int, add func(b *hrpc.Multi, region []byte, i int) int) []*multiChunk {
+func (c *Client) chunks(byRegion map[*RegionInfo][]int, ops *batchOps) []*multiChunk {
 	regions := make([]*RegionInfo, 0, len(byRegion))
 	for r := range byRegion {
 		regions = append(regions, r)
@@ -250,31 +300,82 @@ func (c *Client) chunks(byRegion map[*RegionInfo][]int, add func(b *hrpc.Multi, 
 		}
 		return string(regions[a].Start) < string(regions[b].Start)
 	})
+	left := cellsLeft(regions, byRegion, ops)
 	var out []*multiChunk
 	var cur *multiChunk
 	count := 0
 	for _, r := range regions {
+		run := -1 // the first region action of r's run in cur
 		for _, i := range byRegion[r] {
 			if cur == nil || cur.addr != r.Addr || count >= maxMultiActions || cur.size >= maxMultiBytes {
+				cur.endRun(ops, r, run)
 				cur = &multiChunk{addr: r.Addr}
+				cur.multi.Grow(min(left[r.Addr], maxMultiBytes+maxMultiBytes/8))
 				out = append(out, cur)
-				count = 0
+				count, run = 0, -1
 			}
-			before := cur.multi.Len()
-			cur.size += add(&cur.multi, r.Name, i)
-			// Whether the action joined the last region action or opened a
-			// new one is the Multi's decision (conditional ones always open
-			// one); the chunk mirrors it.
-			if cur.multi.Len() > before {
-				cur.regions = append(cur.regions, r)
-				cur.actions = append(cur.actions, nil)
+			if ops.cellsSize != nil {
+				left[r.Addr] -= ops.cellsSize(i)
 			}
-			k := len(cur.regions) - 1
-			cur.actions[k] = append(cur.actions[k], i)
+			if run < 0 {
+				run = len(cur.regions)
+			}
+			cur.add(ops, r, i)
 			count++
 		}
+		cur.endRun(ops, r, run)
 	}
 	return out
+}
+
+// cellsLeft is, per server, the cell block size of the actions for it
+// (nil when the batch does not say).
+func cellsLeft(regions []*RegionInfo, byRegion map[*RegionInfo][]int, ops *batchOps) map[string]int {
+	if ops.cellsSize == nil {
+		return nil
+	}
+	left := map[string]int{}
+	for _, r := range regions {
+		for _, i := range byRegion[r] {
+			left[r.Addr] += ops.cellsSize(i)
+		}
+	}
+	return left
+}
+
+// add adds action i of region r.
+func (ch *multiChunk) add(ops *batchOps, r *RegionInfo, i int) {
+	before := ch.multi.Len()
+	ch.size += ops.add(&ch.multi, r.Name, i)
+	// Whether the action joined the last region action or opened a new one
+	// is the Multi's decision (conditional ones always open one); the chunk
+	// mirrors it.
+	if ch.multi.Len() > before {
+		ch.regions = append(ch.regions, r)
+		ch.actions = append(ch.actions, nil)
+	}
+	k := len(ch.regions) - 1
+	ch.actions[k] = append(ch.actions[k], i)
+}
+
+// endRun adds the barrier that ends r's run of region actions, from the
+// one at index run to the last, when the batch asks for barriers.
+func (ch *multiChunk) endRun(ops *batchOps, r *RegionInfo, run int) {
+	if ch == nil || ops.barrier == nil || run < 0 || run >= len(ch.regions) {
+		return
+	}
+	last := ch.actions[len(ch.actions)-1]
+	covered := make([]int, 0, len(ch.regions)-run)
+	for k := run; k < len(ch.regions); k++ {
+		covered = append(covered, k)
+	}
+	ops.barrier(&ch.multi, r.Name, last[len(last)-1])
+	if ch.barriers == nil {
+		ch.barriers = map[int][]int{}
+	}
+	ch.barriers[len(ch.regions)] = covered
+	ch.regions = append(ch.regions, r)
+	ch.actions = append(ch.actions, nil)
 }
 
 // runChunk sends one Multi and returns the actions to retry. It records
@@ -310,10 +411,28 @@ func (c *Client) runChunk(ctx context.Context, ch *multiChunk, errs []error, ops
 		}
 		return ch.all(), err
 	}
-	results := call.Response.(*pb.MultiResponse).GetRegionActionResult()
+	return c.chunkResults(ch, call.Response.(*pb.MultiResponse).GetRegionActionResult(), block, errs, ops)
+}
+
+// chunkResults handles the answers to a chunk's region actions: it records
+// results and final errors and returns the actions to retry and the last
+// error seen.
+func (c *Client) chunkResults(ch *multiChunk, results []*pb.RegionActionResult, block []byte, errs []error, ops *batchOps) ([]int, error) {
 	var retry []int
 	var last error
 	for k, r := range ch.regions {
+		if covered, ok := ch.barriers[k]; ok {
+			var err error
+			if block, err = c.barrierResult(r, results, k, block); err != nil {
+				if errors.Is(err, errCorruptAnswer) {
+					ch.fail(errs, fmt.Errorf("multi on %s: %w", ch.addr, err))
+					return nil, err
+				}
+				last = err
+				retry = ch.retryRun(covered, retry, errs)
+			}
+			continue
+		}
 		if k >= len(results) {
 			retry = append(retry, ch.actions[k]...)
 			continue
@@ -413,6 +532,59 @@ func (c *Client) regionResult(actions []int, r *RegionInfo, rar *pb.RegionAction
 		}
 	}
 	return retry, block, last
+}
+
+// barrierResult checks the answer to the barrier at region action k and
+// returns the rest of the cell block.
+func (c *Client) barrierResult(r *RegionInfo, results []*pb.RegionActionResult, k int, block []byte) ([]byte, error) {
+	if k >= len(results) {
+		return block, fmt.Errorf("region %q: no answer to the WAL barrier", r.Name)
+	}
+	rar := results[k]
+	if x := rar.GetException(); x != nil {
+		e := hrpc.FromNameBytes(x)
+		c.noteRetry(e.Kind(), e)
+		c.forget(e.Kind(), r, nil, e)
+		return block, fmt.Errorf("region %q: WAL barrier: %w", r.Name, e)
+	}
+	roes := rar.GetResultOrException()
+	if len(roes) == 0 {
+		return block, fmt.Errorf("region %q: no answer to the WAL barrier", r.Name)
+	}
+	for _, roe := range roes {
+		if res := roe.GetResult(); res != nil {
+			var err error
+			if _, block, err = hrpc.ResultCells(nil, res, block); err != nil {
+				return nil, fmt.Errorf("%w: %w", errCorruptAnswer, err)
+			}
+		}
+		if x := roe.GetException(); x != nil {
+			e := hrpc.FromNameBytes(x)
+			c.noteRetry(e.Kind(), e)
+			c.forget(e.Kind(), r, nil, e)
+			return block, fmt.Errorf("region %q: WAL barrier: %w", r.Name, e)
+		}
+	}
+	return block, nil
+}
+
+// retryRun adds to retry every action of the region actions covered by a
+// failed barrier that neither failed for good nor is in retry already:
+// whatever they did or saw may not be durable.
+func (ch *multiChunk) retryRun(covered, retry []int, errs []error) []int {
+	in := make(map[int]bool, len(retry))
+	for _, i := range retry {
+		in[i] = true
+	}
+	for _, k := range covered {
+		for _, i := range ch.actions[k] {
+			if errs[i] == nil && !in[i] {
+				retry = append(retry, i)
+				in[i] = true
+			}
+		}
+	}
+	return retry
 }
 
 func (ch *multiChunk) all() []int {

@@ -390,3 +390,22 @@ func resize[T any](s []T, n int) []T {
 	clear(s)
 	return s
 }
+
+// Assigned reads the kind's counter from the table: every UID of the kind
+// ever handed out, by any process, is at most this.
+func (r *Resolver) Assigned(ctx context.Context, kind Kind) (uint64, error) {
+	rows, err := r.tbl.Get(ctx, FamilyID, [][]byte{counterRow})
+	if err != nil {
+		return 0, fmt.Errorf("read the %s UID counter: %w", kind, err)
+	}
+	c := findCell(rows[0], qualifiers[kind])
+	if c == nil {
+		return 0, nil
+	}
+	if len(c.Value) != 8 {
+		return 0, fmt.Errorf("%s UID counter of %d bytes, want 8", kind, len(c.Value))
+	}
+	n := binary.BigEndian.Uint64(c.Value)
+	r.setRemaining(kind, n)
+	return n, nil
+}

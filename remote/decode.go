@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -23,18 +24,30 @@ import (
 // so the memory a request takes is known, and charged, before it is
 // allocated, and the series can point straight into the arenas.
 type writeRequest struct {
-	series     []store.SeriesIn
-	histograms []uint32 // per series: native histogram samples, not stored
-	labels     []labels.Label
-	samples    []store.Sample
-	metadata   []store.Metadata
-	mdIndex    map[string]int // metric name -> index in metadata (2.0)
-	symbols    []string       // 2.0 only
+	series   []store.SeriesIn
+	labels   []labels.Label
+	samples  []store.Sample
+	metadata []store.Metadata
+	mdIndex  map[string]int // metric name -> index in metadata (2.0)
+	symbols  []string       // 2.0 only
 
-	// What this receiver does not store; counted so that the answer can
-	// say so and never count them as written.
+	// Native histograms: the samples, the histograms they point to, and
+	// the spans, integer deltas and float counts and bounds those point to.
+	hsamples []store.HistogramSample
+	ihists   []histogram.Histogram
+	fhists   []histogram.FloatHistogram
+	spans    []histogram.Span
+	ints     []int64
+	floats   []float64
+
+	// numHistograms counts every histogram message, badHistogram the
+	// first whose fields contradict each other (not decoded; the request
+	// is refused).
 	numHistograms int
-	numExemplars  int
+	badHistogram  *badHistogram
+	// Exemplars are not stored (remote read cannot return them); counted
+	// for the answer and the metrics.
+	numExemplars int
 
 	intern interner
 }
@@ -42,31 +55,51 @@ type writeRequest struct {
 func (r *writeRequest) reset() {
 	clear(r.series) // drop references to the previous request's arenas
 	r.series = r.series[:0]
-	r.histograms = r.histograms[:0]
 	r.labels = r.labels[:0]
 	r.samples = r.samples[:0]
 	r.metadata = r.metadata[:0]
 	clear(r.mdIndex)
 	r.symbols = r.symbols[:0]
-	r.numHistograms, r.numExemplars = 0, 0
+	r.hsamples = r.hsamples[:0]
+	r.ihists = r.ihists[:0]
+	r.fhists = r.fhists[:0]
+	r.spans = r.spans[:0]
+	r.ints = r.ints[:0]
+	r.floats = r.floats[:0]
+	r.numHistograms, r.numExemplars, r.badHistogram = 0, 0, nil
 }
 
 // grow sizes the arenas for a request of shape s.
 func (r *writeRequest) grow(s shape) {
 	r.series = slices.Grow(r.series, s.series)
-	r.histograms = slices.Grow(r.histograms, s.series)
 	r.labels = slices.Grow(r.labels, s.labels)
 	r.samples = slices.Grow(r.samples, s.samples)
 	r.metadata = slices.Grow(r.metadata, s.metadata)
 	r.symbols = slices.Grow(r.symbols, s.symbols)
+	r.hsamples = slices.Grow(r.hsamples, s.histograms())
+	r.ihists = slices.Grow(r.ihists, s.intHistograms)
+	r.fhists = slices.Grow(r.fhists, s.floatHistograms)
+	r.spans = slices.Grow(r.spans, s.spans)
+	r.ints = slices.Grow(r.ints, s.ints)
+	r.floats = slices.Grow(r.floats, s.floats)
 }
 
-// addSeries appends the series whose labels and samples begin at lblStart
-// and smpStart in the arenas.
-func (r *writeRequest) addSeries(lblStart, smpStart int, histograms uint32) {
-	l, n := len(r.labels), len(r.samples)
-	r.series = append(r.series, store.SeriesIn{Labels: r.labels[lblStart:l:l], Samples: r.samples[smpStart:n:n]})
-	r.histograms = append(r.histograms, histograms)
+// arenaStart is where the next series begins in the arenas.
+type arenaStart struct{ labels, samples, histograms int }
+
+func (r *writeRequest) start() arenaStart {
+	return arenaStart{len(r.labels), len(r.samples), len(r.hsamples)}
+}
+
+// addSeries appends the series whose labels, samples and histograms begin
+// at a in the arenas.
+func (r *writeRequest) addSeries(a arenaStart) {
+	l, n, h := len(r.labels), len(r.samples), len(r.hsamples)
+	r.series = append(r.series, store.SeriesIn{
+		Labels:     r.labels[a.labels:l:l],
+		Samples:    r.samples[a.samples:n:n],
+		Histograms: r.hsamples[a.histograms:h:h],
+	})
 }
 
 // numSamples is the number of float samples in the request.
@@ -123,8 +156,8 @@ func (r *writeRequest) decodeV1Sized(b []byte, s shape) error {
 }
 
 func (r *writeRequest) decodeV1Series(b []byte) error {
-	lblStart, smpStart := len(r.labels), len(r.samples)
-	var histograms uint32
+	start := r.start()
+	histograms := 0
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -148,23 +181,26 @@ func (r *writeRequest) decodeV1Series(b []byte) error {
 		case 1:
 			name, value, err := r.decodeV1Label(msg)
 			if err != nil {
-				return fmt.Errorf("labels[%d]: %w", len(r.labels)-lblStart, err)
+				return fmt.Errorf("labels[%d]: %w", len(r.labels)-start.labels, err)
 			}
 			r.labels = append(r.labels, labels.Label{Name: name, Value: value})
 		case 2:
 			s, err := decodeSample(msg)
 			if err != nil {
-				return fmt.Errorf("samples[%d]: %w", len(r.samples)-smpStart, err)
+				return fmt.Errorf("samples[%d]: %w", len(r.samples)-start.samples, err)
 			}
 			r.samples = append(r.samples, s)
 		case 3:
 			r.numExemplars++
 		case 4:
+			if err := r.decodeHistogram(msg, histograms); err != nil {
+				return fmt.Errorf("histograms[%d]: %w", histograms, err)
+			}
 			r.numHistograms++
 			histograms++
 		}
 	}
-	r.addSeries(lblStart, smpStart, histograms)
+	r.addSeries(start)
 	return nil
 }
 
@@ -350,106 +386,105 @@ func (r *writeRequest) symbol(ref uint64) (string, error) {
 }
 
 func (r *writeRequest) decodeV2Series(b []byte) error {
-	lblStart, smpStart := len(r.labels), len(r.samples)
-	var (
-		refs        []byte // packed labels_refs
-		md          []byte
-		hasMetadata bool
-		pending     uint64
-		havePending bool
-		histograms  uint32
-	)
-	addRef := func(ref uint64) error {
-		s, err := r.symbol(ref)
-		if err != nil {
-			return fmt.Errorf("labels_refs[%d]: %w", 2*(len(r.labels)-lblStart)+boolInt(havePending), err)
-		}
-		if !havePending {
-			pending, havePending = ref, true
-			return nil
-		}
-		name, _ := r.symbol(pending)
-		r.labels = append(r.labels, labels.Label{Name: name, Value: s})
-		havePending = false
-		return nil
-	}
+	d := v2Series{r: r, start: r.start()}
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return errTruncated
 		}
 		b = b[n:]
-		switch {
-		case num == 1 && typ == protowire.BytesType:
-			refs, n = protowire.ConsumeBytes(b)
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return errTruncated
+		}
+		if err := d.field(num, typ, b[:n]); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	if d.havePending {
+		return fmt.Errorf("labels_refs has an odd length (%d)", 2*(len(r.labels)-d.start.labels)+1)
+	}
+	r.addSeries(d.start)
+	if d.hasMetadata {
+		return r.decodeV2Metadata(d.md, r.labels[d.start.labels:])
+	}
+	return nil
+}
+
+// v2Series is the state of decoding one io.prometheus.write.v2.TimeSeries.
+type v2Series struct {
+	r     *writeRequest
+	start arenaStart
+	// A label name's symbol reference, waiting for its value's.
+	pending     uint64
+	havePending bool
+	// Histograms and exemplars seen so far, for error messages.
+	histograms, exemplars int
+	md                    []byte
+	hasMetadata           bool
+}
+
+// field decodes one field of the series, whose encoded value is v (its
+// framing already checked).
+func (d *v2Series) field(num protowire.Number, typ protowire.Type, v []byte) error {
+	r := d.r
+	if typ == protowire.BytesType {
+		v, _ = protowire.ConsumeBytes(v)
+	}
+	switch {
+	case num == 1 && typ == protowire.BytesType:
+		for len(v) > 0 { // packed labels_refs
+			ref, n := protowire.ConsumeVarint(v)
 			if n < 0 {
-				return errTruncated
+				return fmt.Errorf("labels_refs: %w", errTruncated)
 			}
-			b = b[n:]
-			for len(refs) > 0 {
-				v, n := protowire.ConsumeVarint(refs)
-				if n < 0 {
-					return fmt.Errorf("labels_refs: %w", errTruncated)
-				}
-				refs = refs[n:]
-				if err := addRef(v); err != nil {
-					return err
-				}
-			}
-		case num == 1 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return errTruncated
-			}
-			b = b[n:]
-			if err := addRef(v); err != nil {
+			v = v[n:]
+			if err := d.addRef(ref); err != nil {
 				return err
 			}
-		case num == 2 && typ == protowire.BytesType:
-			msg, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return errTruncated
-			}
-			b = b[n:]
-			s, err := decodeSample(msg)
-			if err != nil {
-				return fmt.Errorf("samples[%d]: %w", len(r.samples)-smpStart, err)
-			}
-			r.samples = append(r.samples, s)
-		case (num == 3 || num == 4) && typ == protowire.BytesType:
-			_, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return errTruncated
-			}
-			b = b[n:]
-			if num == 3 {
-				r.numHistograms++
-				histograms++
-			} else {
-				r.numExemplars++
-			}
-		case num == 5 && typ == protowire.BytesType:
-			md, n = protowire.ConsumeBytes(b)
-			if n < 0 {
-				return errTruncated
-			}
-			b = b[n:]
-			hasMetadata = true
-		default:
-			n := protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return errTruncated
-			}
-			b = b[n:]
 		}
+	case num == 1 && typ == protowire.VarintType:
+		ref, _ := protowire.ConsumeVarint(v)
+		return d.addRef(ref)
+	case num == 2 && typ == protowire.BytesType:
+		s, err := decodeSample(v)
+		if err != nil {
+			return fmt.Errorf("samples[%d]: %w", len(r.samples)-d.start.samples, err)
+		}
+		r.samples = append(r.samples, s)
+	case num == 3 && typ == protowire.BytesType:
+		if err := r.decodeHistogram(v, d.histograms); err != nil {
+			return fmt.Errorf("histograms[%d]: %w", d.histograms, err)
+		}
+		r.numHistograms++
+		d.histograms++
+	case num == 4 && typ == protowire.BytesType:
+		if err := r.checkV2Exemplar(v); err != nil {
+			return fmt.Errorf("exemplars[%d]: %w", d.exemplars, err)
+		}
+		r.numExemplars++
+		d.exemplars++
+	case num == 5 && typ == protowire.BytesType:
+		d.md, d.hasMetadata = v, true
 	}
-	if havePending {
-		return fmt.Errorf("labels_refs has an odd length (%d)", 2*(len(r.labels)-lblStart)+1)
+	return nil
+}
+
+// addRef adds one labels_refs entry: a name, or the value completing a
+// label.
+func (d *v2Series) addRef(ref uint64) error {
+	r := d.r
+	s, err := r.symbol(ref)
+	if err != nil {
+		return fmt.Errorf("labels_refs[%d]: %w", 2*(len(r.labels)-d.start.labels)+boolInt(d.havePending), err)
 	}
-	r.addSeries(lblStart, smpStart, histograms)
-	if hasMetadata {
-		return r.decodeV2Metadata(md, r.labels[lblStart:])
+	if !d.havePending {
+		d.pending, d.havePending = ref, true
+		return nil
 	}
+	name, _ := r.symbol(d.pending)
+	r.labels = append(r.labels, labels.Label{Name: name, Value: s})
+	d.havePending = false
 	return nil
 }
 
@@ -524,5 +559,73 @@ func (r *writeRequest) decodeV2Metadata(b []byte, lbls []labels.Label) error {
 	}
 	r.mdIndex[name] = len(r.metadata)
 	r.metadata = append(r.metadata, md)
+	return nil
+}
+
+// describe says what the request holds, for error messages.
+func (r *writeRequest) describe() string {
+	if r.numHistograms == 0 {
+		return fmt.Sprintf("%d samples", r.numSamples())
+	}
+	return fmt.Sprintf("%d samples and %d histograms", r.numSamples(), r.numHistograms)
+}
+
+// arenaBytes is the memory the request's arenas hold, to decide whether
+// they are worth keeping for the next request.
+func (r *writeRequest) arenaBytes() int {
+	return cap(r.samples)*int(sampleCost) + cap(r.labels)*int(labelCost) + cap(r.series)*int(seriesCost) +
+		cap(r.ihists)*int(intHistogramCost) + cap(r.fhists)*int(floatHistogramCost) +
+		cap(r.spans)*int(spanCost) + 8*(cap(r.ints)+cap(r.floats))
+}
+
+// checkV2Exemplar checks what of an exemplar would make Prometheus's own
+// receiver refuse it: its labels_refs must come in pairs and point into
+// the symbols. The exemplar itself is dropped.
+func (r *writeRequest) checkV2Exemplar(b []byte) error {
+	refs := 0
+	check := func(ref uint64) error {
+		refs++
+		if _, err := r.symbol(ref); err != nil {
+			return fmt.Errorf("labels_refs[%d]: %w", refs-1, err)
+		}
+		return nil
+	}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return errTruncated
+		}
+		b = b[n:]
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return errTruncated
+		}
+		v := b[:n]
+		b = b[n:]
+		if num != 1 {
+			continue
+		}
+		switch typ {
+		case protowire.VarintType:
+			ref, _ := protowire.ConsumeVarint(v)
+			if err := check(ref); err != nil {
+				return err
+			}
+		case protowire.BytesType:
+			packed, _ := protowire.ConsumeBytes(v)
+			for len(packed) > 0 {
+				ref, n := protowire.ConsumeVarint(packed)
+				if n < 0 {
+					return fmt.Errorf("labels_refs: %w", errTruncated)
+				}
+				packed = packed[n:]
+				if err := check(ref); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if refs%2 == 1 {
+		return fmt.Errorf("labels_refs has an odd length (%d)", refs)
+	}
 	return nil
 }

@@ -55,8 +55,9 @@ type fakeStore struct {
 }
 
 type fakeSeries struct {
-	lset    labels.Labels
-	samples []store.Sample
+	lset       labels.Labels
+	samples    []store.Sample
+	histograms []store.HistogramSample // deep copies
 }
 
 func newFakeStore() *fakeStore {
@@ -88,8 +89,13 @@ func (f *fakeStore) Write(ctx context.Context, batch []store.SeriesIn) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, s := range batch {
-		if v := seriesrules.CheckSeries(s.Labels, len(s.Samples), 0, seriesrules.Limits{}); v != nil {
+		if v := seriesrules.CheckSeries(s.Labels, len(s.Samples), len(s.Histograms), seriesrules.Limits{}); v != nil {
 			return fmt.Errorf("%w: %v", store.ErrInvalidInput, v)
+		}
+		for _, h := range s.Histograms {
+			if v := seriesrules.CheckHistogram(h.H, h.FH); v != nil {
+				return fmt.Errorf("%w: %v", store.ErrInvalidInput, v)
+			}
 		}
 	}
 	f.writes++
@@ -110,6 +116,7 @@ func (f *fakeStore) Write(ctx context.Context, batch []store.SeriesIn) error {
 			}
 			refused.Series++
 			refused.Samples += len(s.Samples)
+			refused.Histograms += len(s.Histograms)
 			continue
 		}
 		key := lset.String()
@@ -118,13 +125,15 @@ func (f *fakeStore) Write(ctx context.Context, batch []store.SeriesIn) error {
 			fs = &fakeSeries{lset: lset}
 			f.series[key] = fs
 		}
+		// A sample replaces whatever the series holds at its timestamp,
+		// float or histogram.
 		for _, smp := range s.Samples {
-			i := sort.Search(len(fs.samples), func(i int) bool { return fs.samples[i].T >= smp.T })
-			if i < len(fs.samples) && fs.samples[i].T == smp.T {
-				fs.samples[i] = smp
-				continue
-			}
-			fs.samples = slices.Insert(fs.samples, i, smp)
+			fs.histograms = removeAt(fs.histograms, smp.T, func(h store.HistogramSample) int64 { return h.T })
+			fs.samples = insertAt(fs.samples, smp, func(s store.Sample) int64 { return s.T })
+		}
+		for _, h := range s.Histograms {
+			fs.samples = removeAt(fs.samples, h.T, func(s store.Sample) int64 { return s.T })
+			fs.histograms = insertAt(fs.histograms, copyHistogramSample(h), func(h store.HistogramSample) int64 { return h.T })
 		}
 	}
 	if refused != nil {
@@ -146,6 +155,51 @@ func (f *fakeStore) WriteMetadata(_ context.Context, md []store.Metadata) error 
 		f.metadata[m.MetricFamilyName] = m
 	}
 	return nil
+}
+
+// insertAt inserts x into s, sorted by time, replacing an element of the
+// same time.
+func insertAt[T any](s []T, x T, t func(T) int64) []T {
+	i := sort.Search(len(s), func(i int) bool { return t(s[i]) >= t(x) })
+	if i < len(s) && t(s[i]) == t(x) {
+		s[i] = x
+		return s
+	}
+	return slices.Insert(s, i, x)
+}
+
+// removeAt removes the element of time ts from s, sorted by time.
+func removeAt[T any](s []T, ts int64, t func(T) int64) []T {
+	i := sort.Search(len(s), func(i int) bool { return t(s[i]) >= ts })
+	if i < len(s) && t(s[i]) == ts {
+		return slices.Delete(s, i, i+1)
+	}
+	return s
+}
+
+// copyHistogramSample copies h deeply: the request's arenas are reused.
+func copyHistogramSample(h store.HistogramSample) store.HistogramSample {
+	out := store.HistogramSample{T: h.T}
+	if h.H != nil {
+		out.H = h.H.Copy()
+		out.H.CustomValues = slices.Clone(h.H.CustomValues)
+	}
+	if h.FH != nil {
+		out.FH = h.FH.Copy()
+		out.FH.CustomValues = slices.Clone(h.FH.CustomValues)
+	}
+	return out
+}
+
+// numHistograms counts every stored histogram sample.
+func (f *fakeStore) numHistograms() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, s := range f.series {
+		n += len(s.histograms)
+	}
+	return n
 }
 
 // numSamples counts every stored sample.
@@ -180,13 +234,19 @@ func (f *fakeStore) Select(_ context.Context, q store.Query) store.SeriesSet {
 				smp = append(smp, x)
 			}
 		}
-		if len(smp) == 0 {
+		var hs []store.HistogramSample
+		for _, x := range s.histograms {
+			if x.T >= q.Start && x.T <= q.End {
+				hs = append(hs, copyHistogramSample(x))
+			}
+		}
+		if len(smp) == 0 && len(hs) == 0 {
 			continue
 		}
 		if q.SeriesOnly {
-			smp = nil
+			smp, hs = nil, nil
 		}
-		out = append(out, store.Series{Labels: s.lset, Samples: smp})
+		out = append(out, store.Series{Labels: s.lset, Samples: smp, Histograms: hs})
 	}
 	sort.Slice(out, func(i, j int) bool { return labels.Compare(out[i].Labels, out[j].Labels) < 0 })
 	return &fakeSet{series: out, i: -1, failAfter: f.failAfter}

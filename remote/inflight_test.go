@@ -23,7 +23,8 @@ func requestCost(t *testing.T, body []byte) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return int64(len(body)+len(decoded)) + scanV1(decoded).memory(len(decoded))
+	sh := scanV1(decoded)
+	return int64(len(body)+len(decoded)) + sh.memory(len(decoded)) + sh.writeMemory()
 }
 
 // postWrite sends one 1.0 request and returns its status and Retry-After.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/prometheus/prompb"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // allocated returns the bytes f allocates (garbage included): what a
@@ -53,6 +54,9 @@ func serveOnce(h http.Handler, hdr map[string]string, body []byte) *httptest.Res
 // raised to admit it, the handler allocates at most its body, decompressed
 // body and exactly sized arenas: less than 24 bytes per decompressed byte.
 func TestWriteMemoryBoundedByRequest(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations are not measurable under the race detector")
+	}
 	decoded, body := bombV2(t)
 	t.Logf("body %d bytes, decompressed %d bytes", len(body), len(decoded))
 
@@ -81,6 +85,9 @@ func TestWriteMemoryBoundedByRequest(t *testing.T) {
 // TestDecodeAllocatesWhatShapeSays: for both versions, what decoding
 // allocates is within what the scan charged for it.
 func TestDecodeAllocatesWhatShapeSays(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations are not measurable under the race detector")
+	}
 	v2, _ := bombV2(t)
 	for _, tc := range []struct {
 		name string
@@ -90,6 +97,9 @@ func TestDecodeAllocatesWhatShapeSays(t *testing.T) {
 		{"v1", mustMarshal(t, &prompb.WriteRequest{Timeseries: testSeries(5000, 3, 1000)}), false},
 		{"v2", mustMarshal(t, toV2(testSeries(5000, 3, 1000))), true},
 		{"v2 wide", v2, true},
+		{"v1 histograms", mustMarshal(t, &prompb.WriteRequest{Timeseries: toV1Hist(histTestSeries(1, "mem", 2000, 1000))}), false},
+		{"v2 histograms", mustMarshal(t, toV2Hist(histTestSeries(1, "mem", 2000, 1000))), true},
+		{"v2 minimal histograms", histogramBomb(100_000), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var r writeRequest
@@ -114,5 +124,53 @@ func TestDecodeAllocatesWhatShapeSays(t *testing.T) {
 				t.Fatalf("decoded %d series, %d labels, %d samples; scanned %+v", len(r.series), len(r.labels), len(r.samples), sh)
 			}
 		})
+	}
+}
+
+// histogramBomb is a 2.0 request of one series with n of the smallest valid
+// histograms (count_int 0: 4 bytes on the wire, 184 decoded).
+func histogramBomb(n int) []byte {
+	var req []byte
+	for _, s := range []string{"", "__name__", "h"} {
+		req = hField(req, 4, []byte(s))
+	}
+	ts := hField(nil, 1, protowire.AppendVarint(protowire.AppendVarint(nil, 1), 2))
+	h := hField(nil, hCountInt, uint64(0))
+	for range n {
+		ts = hField(ts, 3, h)
+	}
+	return hField(req, 5, ts)
+}
+
+// TestWriteHistogramMemoryBounded: histograms are charged before they are
+// decoded. A request of 2 million minimal histograms (8 MB decompressed,
+// 380 KB compressed) is refused with 413 naming its histograms under the
+// default limits, having allocated little more than its bodies; with the
+// limit raised, decoding allocates what the scan charged: under 48 bytes per
+// decompressed byte.
+func TestWriteHistogramMemoryBounded(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations are not measurable under the race detector")
+	}
+	decoded := histogramBomb(2_000_000)
+	body := snappy.Encode(nil, decoded)
+	t.Logf("body %d bytes, decompressed %d bytes", len(body), len(decoded))
+	h := NewWriteHandler(nopStore{}, WriteConfig{}, NewMetrics(nil), slog.New(slog.DiscardHandler))
+	var w *httptest.ResponseRecorder
+	n := allocated(func() { w = serveOnce(h, hdrV2, body) })
+	if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), "and 2000000 histograms") {
+		t.Fatalf("got %d %q, want 413 counting the histograms", w.Code, w.Body.String())
+	}
+	if limit := uint64(len(body)+len(decoded)) + 1<<20; n > limit {
+		t.Fatalf("refusing the request allocated %d bytes, more than body + decompressed body + 1 MiB (%d)", n, limit)
+	}
+	h = NewWriteHandler(nopStore{}, WriteConfig{MaxRequestMemory: 1 << 30, MaxBytesInFlight: 1 << 30}, NewMetrics(nil), slog.New(slog.DiscardHandler))
+	n = allocated(func() { w = serveOnce(h, hdrV2, body) })
+	t.Logf("limit raised: %d, allocated %d bytes (%.1f per decompressed byte)", w.Code, n, float64(n)/float64(len(decoded)))
+	if w.Code != http.StatusNoContent {
+		t.Fatalf("got %d %q", w.Code, w.Body.String())
+	}
+	if limit := uint64(48 * len(decoded)); n > limit {
+		t.Fatalf("decoding allocated %d bytes, more than 48 per decompressed byte (%d)", n, limit)
 	}
 }

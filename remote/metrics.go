@@ -13,13 +13,18 @@ import (
 // Metrics are the HTTP layer's instruments. One Metrics serves both
 // handlers; create it once per registry.
 type Metrics struct {
-	samplesReceived prometheus.Counter
-	samplesWritten  prometheus.Counter
-	samplesRejected *prometheus.CounterVec
-	samplesRead     prometheus.Counter
-	duration        *prometheus.HistogramVec
-	inFlight        *prometheus.GaugeVec
-	bytesInFlight   prometheus.Gauge
+	samplesReceived    prometheus.Counter
+	samplesWritten     prometheus.Counter
+	samplesRejected    *prometheus.CounterVec
+	histogramsReceived prometheus.Counter
+	histogramsWritten  prometheus.Counter
+	histogramsRejected *prometheus.CounterVec
+	exemplarsDropped   prometheus.Counter
+	samplesRead        prometheus.Counter
+	histogramsRead     prometheus.Counter
+	duration           *prometheus.HistogramVec
+	inFlight           *prometheus.GaugeVec
+	bytesInFlight      prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: not
@@ -36,11 +41,31 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		samplesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "promhbase_remote_write_samples_rejected_total",
-			Help: "Samples (float and native histogram) received but not stored, by reason.",
+			Help: "Float samples received but not stored, by reason.",
 		}, []string{"reason"}),
+		histogramsReceived: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_remote_write_histograms_received_total",
+			Help: "Native histogram samples received in remote-write requests that could be decoded.",
+		}),
+		histogramsWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_remote_write_histograms_written_total",
+			Help: "Native histogram samples acknowledged as stored.",
+		}),
+		histogramsRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "promhbase_remote_write_histograms_rejected_total",
+			Help: "Native histogram samples received but not stored, by reason.",
+		}, []string{"reason"}),
+		exemplarsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_remote_write_exemplars_dropped_total",
+			Help: "Exemplars received and accepted but not stored: the adapter keeps no exemplars (remote read cannot return them).",
+		}),
 		samplesRead: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "promhbase_remote_read_samples_total",
-			Help: "Samples sent in remote-read responses.",
+			Help: "Float samples sent in remote-read responses.",
+		}),
+		histogramsRead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_remote_read_histograms_total",
+			Help: "Native histogram samples sent in remote-read responses.",
 		}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:                           "promhbase_http_request_duration_seconds",
@@ -58,11 +83,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Bytes reserved by the remote-write requests being served (bodies, decompressed bodies, decoded series), bounded by --write.max-bytes-in-flight.",
 		}),
 	}
-	for _, r := range append([]string{reasonHistogram, reasonStorage, reasonStoreInvalid, reasonUIDExhausted}, seriesrules.Reasons...) {
+	for _, r := range append([]string{reasonStorage, reasonStoreInvalid, reasonUIDExhausted}, seriesrules.Reasons...) {
 		m.samplesRejected.WithLabelValues(r)
+		m.histogramsRejected.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.samplesReceived, m.samplesWritten, m.samplesRejected, m.samplesRead, m.duration, m.inFlight, m.bytesInFlight)
+		reg.MustRegister(m.samplesReceived, m.samplesWritten, m.samplesRejected,
+			m.histogramsReceived, m.histogramsWritten, m.histogramsRejected, m.exemplarsDropped,
+			m.samplesRead, m.histogramsRead, m.duration, m.inFlight, m.bytesInFlight)
 	}
 	return m
 }

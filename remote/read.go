@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/prom-hbase/prom-hbase/store"
 )
@@ -73,8 +74,7 @@ type readBuffers struct {
 	body, decoded, frame []byte
 	lbls                 []prompb.Label
 	chunks               []prompb.Chunk
-	storeChunks          []store.Chunk
-	xor                  []*chunkenc.XORChunk
+	enc                  seriesEncoder
 }
 
 // NewReadHandler returns the handler of /api/v1/read.
@@ -272,31 +272,21 @@ func selectErr(i int, err error) *httpError {
 // by the sample limit.
 func (h *readHandler) samples(ctx context.Context, w http.ResponseWriter, queries []store.Query, bufs *readBuffers) {
 	resp := prompb.ReadResponse{Results: make([]*prompb.QueryResult, len(queries))}
-	total := 0
+	var total, histograms int
 	for i, q := range queries {
 		res := &prompb.QueryResult{}
 		resp.Results[i] = res
 		ss := h.q.Select(ctx, q)
 		for ss.Next() {
 			s := ss.At()
-			total += len(s.Samples)
+			total += len(s.Samples) + len(s.Histograms)
+			histograms += len(s.Histograms)
 			if h.cfg.SampleLimit > 0 && total > h.cfg.SampleLimit {
 				ss.Close()
 				h.fail(w, errorf(http.StatusBadRequest, "exceeded sample limit (%d): narrow the query or use streamed remote read", h.cfg.SampleLimit))
 				return
 			}
-			ts := &prompb.TimeSeries{
-				Labels:  make([]prompb.Label, 0, s.Labels.Len()),
-				Samples: make([]prompb.Sample, len(s.Samples)),
-			}
-			// At's series is valid only until Next: copy the strings.
-			s.Labels.Range(func(l labels.Label) {
-				ts.Labels = append(ts.Labels, prompb.Label{Name: strings.Clone(l.Name), Value: strings.Clone(l.Value)})
-			})
-			for j, smp := range s.Samples {
-				ts.Samples[j] = prompb.Sample{Timestamp: smp.T, Value: smp.V}
-			}
-			res.Timeseries = append(res.Timeseries, ts)
+			res.Timeseries = append(res.Timeseries, toTimeSeries(s))
 		}
 		err := ss.Err()
 		ss.Close()
@@ -313,13 +303,83 @@ func (h *readHandler) samples(ctx context.Context, w http.ResponseWriter, querie
 	bufs.frame = snappy.Encode(bufs.frame[:cap(bufs.frame)], data)
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	w.Header().Set("Content-Encoding", "snappy")
-	h.m.samplesRead.Add(float64(total))
+	h.m.samplesRead.Add(float64(total - histograms))
+	h.m.histogramsRead.Add(float64(histograms))
 	if _, err := w.Write(bufs.frame); err != nil {
 		h.logger.Debug("remote read: writing response", "err", err)
 	}
 	if cap(bufs.frame) > maxPooledBuffer {
 		bufs.frame = nil
 	}
+}
+
+// toTimeSeries copies a series of a SAMPLES answer: At's series is valid
+// only until Next, and the response is marshalled after the last.
+func toTimeSeries(s store.Series) *prompb.TimeSeries {
+	ts := &prompb.TimeSeries{
+		Labels:  make([]prompb.Label, 0, s.Labels.Len()),
+		Samples: make([]prompb.Sample, len(s.Samples)),
+	}
+	s.Labels.Range(func(l labels.Label) {
+		ts.Labels = append(ts.Labels, prompb.Label{Name: strings.Clone(l.Name), Value: strings.Clone(l.Value)})
+	})
+	for j, smp := range s.Samples {
+		ts.Samples[j] = prompb.Sample{Timestamp: smp.T, Value: smp.V}
+	}
+	if len(s.Histograms) > 0 {
+		ts.Histograms = make([]prompb.Histogram, len(s.Histograms))
+		for j, hs := range s.Histograms {
+			ts.Histograms[j] = histogramProto(hs)
+		}
+	}
+	return ts
+}
+
+// histogramProto copies a histogram sample into its remote-read form, an
+// integer or a float histogram as stored, every field kept.
+func histogramProto(hs store.HistogramSample) prompb.Histogram {
+	if h := hs.H; h != nil {
+		return prompb.Histogram{
+			Count:          &prompb.Histogram_CountInt{CountInt: h.Count},
+			Sum:            h.Sum,
+			Schema:         h.Schema,
+			ZeroThreshold:  h.ZeroThreshold,
+			ZeroCount:      &prompb.Histogram_ZeroCountInt{ZeroCountInt: h.ZeroCount},
+			NegativeSpans:  spansProto(h.NegativeSpans),
+			NegativeDeltas: slices.Clone(h.NegativeBuckets),
+			PositiveSpans:  spansProto(h.PositiveSpans),
+			PositiveDeltas: slices.Clone(h.PositiveBuckets),
+			ResetHint:      prompb.Histogram_ResetHint(h.CounterResetHint),
+			Timestamp:      hs.T,
+			CustomValues:   slices.Clone(h.CustomValues),
+		}
+	}
+	fh := hs.FH
+	return prompb.Histogram{
+		Count:          &prompb.Histogram_CountFloat{CountFloat: fh.Count},
+		Sum:            fh.Sum,
+		Schema:         fh.Schema,
+		ZeroThreshold:  fh.ZeroThreshold,
+		ZeroCount:      &prompb.Histogram_ZeroCountFloat{ZeroCountFloat: fh.ZeroCount},
+		NegativeSpans:  spansProto(fh.NegativeSpans),
+		NegativeCounts: slices.Clone(fh.NegativeBuckets),
+		PositiveSpans:  spansProto(fh.PositiveSpans),
+		PositiveCounts: slices.Clone(fh.PositiveBuckets),
+		ResetHint:      prompb.Histogram_ResetHint(fh.CounterResetHint),
+		Timestamp:      hs.T,
+		CustomValues:   slices.Clone(fh.CustomValues),
+	}
+}
+
+func spansProto(spans []histogram.Span) []prompb.BucketSpan {
+	if len(spans) == 0 {
+		return nil
+	}
+	out := make([]prompb.BucketSpan, len(spans))
+	for i, s := range spans {
+		out[i] = prompb.BucketSpan{Offset: s.Offset, Length: s.Length}
+	}
+	return out
 }
 
 // streamed answers with ChunkedReadResponse frames, series in label order,
@@ -357,8 +417,9 @@ func (h *readHandler) streamChunks(ctx context.Context, sw *streamWriter, cq sto
 	ss := cq.SelectChunks(ctx, q)
 	defer ss.Close()
 	for ss.Next() {
-		n, err := sw.writeChunkSeries(i, ss.At())
-		h.m.samplesRead.Add(float64(n))
+		floats, histograms, err := sw.writeChunkSeries(i, ss.At())
+		h.m.samplesRead.Add(float64(floats))
+		h.m.histogramsRead.Add(float64(histograms))
 		if err != nil {
 			return err
 		}
@@ -374,8 +435,9 @@ func (h *readHandler) streamSamples(ctx context.Context, sw *streamWriter, i int
 	ss := h.q.Select(ctx, q)
 	defer ss.Close()
 	for ss.Next() {
-		n, err := sw.writeSeries(i, ss.At())
-		h.m.samplesRead.Add(float64(n))
+		floats, histograms, err := sw.writeSeries(i, ss.At())
+		h.m.samplesRead.Add(float64(floats))
+		h.m.histogramsRead.Add(float64(histograms))
 		if err != nil {
 			return err
 		}

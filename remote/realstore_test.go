@@ -58,3 +58,21 @@ func openHBaseStore(tb testing.TB) *store.Store {
 func TestPrometheusClientsHBase(t *testing.T) {
 	testPrometheusClients(t, openHBaseStore(t))
 }
+
+// TestHistogramRoundTripPebble runs the histogram round trip (Prometheus's
+// clients, RW 1.0 and 2.0 in, SAMPLES and streamed chunks out) on the real
+// store over the embedded backend.
+func TestHistogramRoundTripPebble(t *testing.T) {
+	testHistogramRoundTrip(t, openPebbleStore(t))
+}
+
+// TestHistogramRoundTripHBase runs it on the real store over HBase.
+func TestHistogramRoundTripHBase(t *testing.T) {
+	testHistogramRoundTrip(t, openHBaseStore(t))
+}
+
+// TestWriteInvalidHistogramsPebble: malformed histograms are refused with
+// nothing written on the real store too.
+func TestWriteInvalidHistogramsPebble(t *testing.T) {
+	testWriteInvalidHistograms(t, openPebbleStore(t))
+}

@@ -3,6 +3,7 @@ package remote
 import (
 	"unsafe"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -22,20 +23,46 @@ type shape struct {
 	series, labels, samples, symbols int
 	metadata                         int // entries, and for 2.0 index entries
 	strings                          int // label, symbol and metadata strings decoding may allocate
+
+	// Native histograms: integer and float ones, their spans, their
+	// integer bucket deltas, and their float bucket counts and custom
+	// bounds. A histogram message that sets no count field, or both, is
+	// not counted: the decoder refuses it before allocating anything.
+	intHistograms, floatHistograms int
+	spans, ints, floats            int
 }
+
+// histograms is the number of histogram samples.
+func (s shape) histograms() int { return s.intHistograms + s.floatHistograms }
 
 // What each decoded thing takes in the arenas, in bytes.
 const (
-	seriesCost = int64(unsafe.Sizeof(store.SeriesIn{})) + 4 // + its histogram count
+	seriesCost = int64(unsafe.Sizeof(store.SeriesIn{}))
 	labelCost  = int64(unsafe.Sizeof(labels.Label{}))
 	sampleCost = int64(unsafe.Sizeof(store.Sample{}))
 	symbolCost = int64(unsafe.Sizeof(""))
+	// A histogram sample and the histogram it points to.
+	intHistogramCost   = int64(unsafe.Sizeof(store.HistogramSample{}) + unsafe.Sizeof(histogram.Histogram{}))
+	floatHistogramCost = int64(unsafe.Sizeof(store.HistogramSample{}) + unsafe.Sizeof(histogram.FloatHistogram{}))
+	spanCost           = int64(unsafe.Sizeof(histogram.Span{}))
 	// A metadata entry, and for 2.0 its entry in the by-name index.
 	metadataCost = int64(unsafe.Sizeof(store.Metadata{})) + 64
 	// A string new to the interner: its map entry and the string header;
 	// the bytes themselves are counted as the decoded body's length, which
 	// bounds them all.
 	stringCost = 64
+
+	// What the store's write path holds while it writes the request, on
+	// top of the decoded request: per series its UID lookup and a row (key,
+	// table cells, the HBase client's mutation and action messages), per
+	// sample its cell in three forms (table cell, mutation cell, cell
+	// block). Measured with BenchmarkWriteHBase (B/op for requests of 2,000
+	// one-sample series: about 800 bytes per series) and the 16-sender
+	// overload test (e2e/overload_test.go), whose peak RSS was five times
+	// the bytes in flight before the write path was counted. A histogram
+	// sample's cell also carries its spans and buckets, counted as decoded.
+	writeSeriesCost = 512
+	writeSampleCost = 288
 )
 
 // memory is an upper bound of what decoding a message of decodedLen bytes
@@ -43,7 +70,16 @@ const (
 func (s shape) memory(decodedLen int) int64 {
 	return int64(s.series)*seriesCost + int64(s.labels)*labelCost + int64(s.samples)*sampleCost +
 		int64(s.symbols)*symbolCost + int64(s.metadata)*metadataCost +
-		int64(s.strings)*stringCost + int64(decodedLen)
+		int64(s.strings)*stringCost + int64(decodedLen) +
+		int64(s.intHistograms)*intHistogramCost + int64(s.floatHistograms)*floatHistogramCost +
+		int64(s.spans)*spanCost + int64(s.ints+s.floats)*8
+}
+
+// writeMemory is what the store's write path holds for a request of shape
+// s while it writes it, beside the decoded request (see writeSeriesCost).
+func (s shape) writeMemory() int64 {
+	return int64(s.series)*writeSeriesCost + int64(s.samples+s.histograms())*writeSampleCost +
+		int64(s.spans)*spanCost + int64(s.ints+s.floats)*8
 }
 
 // eachBytesField calls f with the number and bytes of every
@@ -96,6 +132,8 @@ func (s *shape) scanV1Series(b []byte) {
 			s.strings += min(2, len(msg)/3)
 		case 2:
 			s.samples++
+		case 4:
+			s.scanHistogram(msg)
 		}
 	})
 }
@@ -138,12 +176,16 @@ func (s *shape) scanV2Series(b []byte) {
 		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
 			return
 		}
+		v := b[:n]
 		b = b[n:]
 		switch {
 		case num == 1 && typ == protowire.VarintType:
 			refs++
 		case num == 2 && typ == protowire.BytesType:
 			s.samples++
+		case num == 3 && typ == protowire.BytesType:
+			msg, _ := protowire.ConsumeBytes(v)
+			s.scanHistogram(msg)
 		case num == 5 && typ == protowire.BytesType && n > 1:
 			s.metadata++ // an empty one is ignored
 		}
@@ -163,4 +205,62 @@ func countVarints(b []byte) int {
 		n++
 	}
 	return n
+}
+
+// scanHistogram counts what decoding one histogram message (1.0 or 2.0, the
+// same field numbers) puts in the arenas: elements of repeated fields only
+// of the wire types the decoder takes, a packed double field's whole
+// elements, and a packed varint field's varints, a truncated last one
+// included.
+func (s *shape) scanHistogram(b []byte) {
+	var isInt, isFloat bool
+	var spans, ints, floats int
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return
+		}
+		b = b[n:]
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return
+		}
+		v := b[:n]
+		b = b[n:]
+		switch {
+		case num == hCountInt:
+			isInt = true
+		case num == hCountFloat:
+			isFloat = true
+		case (num == hNegativeSpans || num == hPositiveSpans) && typ == protowire.BytesType:
+			spans++
+		case num == hNegativeDeltas || num == hPositiveDeltas:
+			ints += packedCount(v, typ, protowire.VarintType, countVarints)
+		case num == hNegativeCounts || num == hPositiveCounts || num == hCustomValues:
+			floats += packedCount(v, typ, protowire.Fixed64Type, func(b []byte) int { return len(b) / 8 })
+		}
+	}
+	if isInt == isFloat {
+		return // refused before decoding: nothing allocated
+	}
+	if isInt {
+		s.intHistograms++
+	} else {
+		s.floatHistograms++
+	}
+	s.spans += spans
+	s.ints += ints
+	s.floats += floats
+}
+
+// packedCount counts the elements of one occurrence v of a repeated scalar
+// field: one if unpacked (wire type one), count of the payload if packed.
+func packedCount(v []byte, typ, one protowire.Type, count func([]byte) int) int {
+	switch typ {
+	case one:
+		return 1
+	case protowire.BytesType:
+		payload, _ := protowire.ConsumeBytes(v)
+		return count(payload)
+	}
+	return 0
 }

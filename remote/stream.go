@@ -37,28 +37,30 @@ type streamWriter struct {
 	started  bool
 }
 
-// writeSeries sends one series of a store without chunks: its samples are
-// cut into XOR chunks of at most samplesPerChunk samples first. It returns
-// the number of samples sent.
-func (sw *streamWriter) writeSeries(queryIndex int64, s store.Series) (int, error) {
-	b := sw.bufs
-	b.storeChunks = b.storeChunks[:0]
-	for start := 0; start < len(s.Samples); start += samplesPerChunk {
-		end := min(start+samplesPerChunk, len(s.Samples))
-		chk, err := sw.encodeChunk(len(b.storeChunks), s.Samples[start:end])
-		if err != nil {
-			return 0, err
-		}
-		b.storeChunks = append(b.storeChunks, chk)
+// writeSeries sends one series of a store without chunks: its samples and
+// histograms are encoded into chunks first (seriesEncoder). It returns the
+// number of float and histogram samples sent.
+func (sw *streamWriter) writeSeries(queryIndex int64, s store.Series) (floats, histograms int, err error) {
+	chunks, err := sw.bufs.enc.encode(s)
+	if err != nil {
+		return 0, 0, err
 	}
-	return sw.writeChunkSeries(queryIndex, store.ChunkSeries{Labels: s.Labels, Chunks: b.storeChunks})
+	return sw.writeChunkSeries(queryIndex, store.ChunkSeries{Labels: s.Labels, Chunks: chunks})
+}
+
+// chunkTypes maps the chunk encodings a store hands over to remote read's.
+var chunkTypes = map[chunkenc.Encoding]prompb.Chunk_Encoding{
+	chunkenc.EncXOR:            prompb.Chunk_XOR,
+	chunkenc.EncHistogram:      prompb.Chunk_HISTOGRAM,
+	chunkenc.EncFloatHistogram: prompb.Chunk_FLOAT_HISTOGRAM,
 }
 
 // writeChunkSeries sends one series' chunks, as they are, in as many frames
 // as MaxBytesInFrame asks for (a frame overshoots by at most its last chunk,
 // as Prometheus's own); a series without chunks (a series-only query) is one
-// frame without chunks. It returns the number of samples sent.
-func (sw *streamWriter) writeChunkSeries(queryIndex int64, s store.ChunkSeries) (int, error) {
+// frame without chunks. It returns the number of float and histogram
+// samples sent.
+func (sw *streamWriter) writeChunkSeries(queryIndex int64, s store.ChunkSeries) (floats, histograms int, err error) {
 	b := sw.bufs
 	// The frame is written before the next call to Next, so labels and
 	// chunk bytes need not be copied.
@@ -72,53 +74,35 @@ func (sw *streamWriter) writeChunkSeries(queryIndex int64, s store.ChunkSeries) 
 	}
 	b.chunks = b.chunks[:0]
 	if len(s.Chunks) == 0 {
-		return 0, sw.writeFrame(queryIndex)
+		return 0, 0, sw.writeFrame(queryIndex)
 	}
-	left, sent := budget, 0
+	left := budget
+	var frameFloats, frameHistograms int
 	for i, c := range s.Chunks {
-		if c.Encoding != chunkenc.EncXOR {
-			return sent, fmt.Errorf("chunk of encoding %s: only XOR chunks are streamed", c.Encoding)
+		typ, ok := chunkTypes[c.Encoding]
+		if !ok {
+			return floats, histograms, fmt.Errorf("chunk of encoding %s: remote read streams only XOR, histogram and float histogram chunks", c.Encoding)
 		}
-		chk := prompb.Chunk{MinTimeMs: c.MinTime, MaxTimeMs: c.MaxTime, Type: prompb.Chunk_XOR, Data: c.Data}
+		chk := prompb.Chunk{MinTimeMs: c.MinTime, MaxTimeMs: c.MaxTime, Type: typ, Data: c.Data}
 		b.chunks = append(b.chunks, chk)
+		if typ == prompb.Chunk_XOR {
+			frameFloats += c.Samples
+		} else {
+			frameHistograms += c.Samples
+		}
 		left -= chk.Size()
 		if left > 0 && i+1 < len(s.Chunks) {
 			continue
 		}
 		if err := sw.writeFrame(queryIndex); err != nil {
-			return sent, err
+			return floats, histograms, err
 		}
-		for _, c := range b.chunks {
-			sent += int(binary.BigEndian.Uint16(c.Data))
-		}
+		floats, histograms = floats+frameFloats, histograms+frameHistograms
+		frameFloats, frameHistograms = 0, 0
 		b.chunks = b.chunks[:0]
 		left = budget
 	}
-	return sent, nil
-}
-
-// encodeChunk encodes samples into the i-th reusable XOR chunk.
-func (sw *streamWriter) encodeChunk(i int, samples []store.Sample) (store.Chunk, error) {
-	b := sw.bufs
-	for len(b.xor) <= i {
-		b.xor = append(b.xor, chunkenc.NewXORChunk())
-	}
-	c := b.xor[i]
-	c.Reset(append(c.Bytes()[:0], 0, 0)) // an empty chunk is its 2-byte sample count
-	app, err := c.Appender()
-	if err != nil {
-		return store.Chunk{}, fmt.Errorf("XOR chunk appender: %w", err)
-	}
-	for _, s := range samples {
-		app.Append(0, s.T, s.V)
-	}
-	return store.Chunk{
-		MinTime:  samples[0].T,
-		MaxTime:  samples[len(samples)-1].T,
-		Encoding: chunkenc.EncXOR,
-		Samples:  len(samples),
-		Data:     c.Bytes(),
-	}, nil
+	return floats, histograms, nil
 }
 
 func (sw *streamWriter) writeFrame(queryIndex int64) error {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/prom-hbase/prom-hbase/seriesrules"
@@ -18,7 +19,6 @@ type Limits = seriesrules.Limits
 // Reasons a sample is rejected, the values of the "reason" label of the
 // rejected-samples counter, beside the series rules' own reasons.
 const (
-	reasonHistogram    = "native_histogram_unsupported"
 	reasonStorage      = "storage_error"
 	reasonStoreInvalid = "store_rejected"
 	reasonUIDExhausted = "uid_exhausted"
@@ -42,11 +42,27 @@ func (e *invalidSeriesError) Error() string {
 // validate checks the whole request against the series rules before
 // anything is written, so a bad request writes nothing: every series (with
 // its float samples and histograms) and every metadata entry. It returns the
-// first violation.
+// first violation. On the way it reduces histograms of schemas 9..52 to
+// schema 8, as Prometheus's receiver does.
 func (r *writeRequest) validate(lim Limits) *invalidSeriesError {
 	for i, s := range r.series {
-		if v := seriesrules.CheckSeries(s.Labels, len(s.Samples), int(r.histograms[i]), lim); v != nil {
+		histograms := len(s.Histograms)
+		bad := r.badHistogram != nil && r.badHistogram.series == i
+		if bad {
+			histograms++
+		}
+		if v := seriesrules.CheckSeries(s.Labels, len(s.Samples), histograms, lim); v != nil {
 			return &invalidSeriesError{index: i, series: s.Labels, Violation: v}
+		}
+		if bad {
+			v := &seriesrules.Violation{Reason: seriesrules.ReasonInvalidHistogram, Rule: fmt.Sprintf("histogram %d: %v", r.badHistogram.index, r.badHistogram.err)}
+			return &invalidSeriesError{index: i, series: s.Labels, Violation: v}
+		}
+		for j := range s.Histograms {
+			if v := checkHistogram(&s.Histograms[j]); v != nil {
+				v.Rule = fmt.Sprintf("histogram %d (timestamp %d): %s", j, s.Histograms[j].T, v.Rule)
+				return &invalidSeriesError{index: i, series: s.Labels, Violation: v}
+			}
 		}
 	}
 	for i, md := range r.metadata {
@@ -57,18 +73,21 @@ func (r *writeRequest) validate(lim Limits) *invalidSeriesError {
 	return nil
 }
 
-// floatSeries returns the series that carry float samples: the only ones
-// handed to the store. A series of native histograms alone has nothing the
-// store keeps, and must not be given label UIDs for nothing. It compacts
-// r.series in place.
-func (r *writeRequest) floatSeries() []store.SeriesIn {
-	out := r.series[:0]
-	for _, s := range r.series {
-		if len(s.Samples) > 0 {
-			out = append(out, s)
-		}
+// checkHistogram reduces a histogram of a schema finer than Prometheus
+// keeps (9..52) to schema 8, as Prometheus's receiver does, and checks it
+// against the series rules.
+func checkHistogram(hs *store.HistogramSample) *seriesrules.Violation {
+	var err error
+	switch {
+	case hs.H != nil && hs.H.Schema > histogram.ExponentialSchemaMax && histogram.IsExponentialSchemaReserved(hs.H.Schema):
+		err = hs.H.ReduceResolution(histogram.ExponentialSchemaMax)
+	case hs.FH != nil && hs.FH.Schema > histogram.ExponentialSchemaMax && histogram.IsExponentialSchemaReserved(hs.FH.Schema):
+		err = hs.FH.ReduceResolution(histogram.ExponentialSchemaMax)
 	}
-	return out
+	if err != nil {
+		return &seriesrules.Violation{Reason: seriesrules.ReasonInvalidHistogram, Rule: fmt.Sprintf("reducing schema to %d: %v", histogram.ExponentialSchemaMax, err)}
+	}
+	return seriesrules.CheckHistogram(hs.H, hs.FH)
 }
 
 const maxShownLabels = 16

@@ -140,10 +140,17 @@ func negotiateWrite(hdr http.Header) (msg string, err error) {
 
 // writeResult is what a request achieved, for the answer and the metrics.
 type writeResult struct {
-	v2      bool
-	code    int
-	written int // float samples durable
-	msg     string
+	v2         bool
+	code       int
+	samples    int // float samples durable
+	histograms int // native histogram samples durable
+	exemplars  int // exemplars accepted (and dropped: they are not stored)
+	msg        string
+}
+
+func (res writeResult) fail(e *httpError) writeResult {
+	res.code, res.msg = e.code, e.msg
+	return res
 }
 
 const overloaded = "overloaded: the remote-write requests being served hold the limit of %d bytes; retry later"
@@ -156,11 +163,10 @@ func (h *writeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	res := h.serve(r)
 	hdr := w.Header()
 	if res.v2 {
-		// Required on every 2.0 answer; histograms and exemplars are never
-		// stored by this receiver, so they are always 0.
-		hdr.Set(headerSamplesWritten, strconv.Itoa(res.written))
-		hdr.Set(headerHistogramsWritten, "0")
-		hdr.Set(headerExemplarsWritten, "0")
+		// Required on every 2.0 answer, whatever the status.
+		hdr.Set(headerSamplesWritten, strconv.Itoa(res.samples))
+		hdr.Set(headerHistogramsWritten, strconv.Itoa(res.histograms))
+		hdr.Set(headerExemplarsWritten, strconv.Itoa(res.exemplars))
 	}
 	switch res.code {
 	case http.StatusMethodNotAllowed:
@@ -191,12 +197,8 @@ func (h *writeHandler) serve(r *http.Request) writeResult {
 		return writeResult{code: http.StatusUnsupportedMediaType, msg: err.Error()}
 	}
 	res := writeResult{v2: msg == protoV2}
-	fail := func(code int, format string, args ...any) writeResult {
-		res.code, res.msg = code, fmt.Sprintf(format, args...)
-		return res
-	}
 	if r.ContentLength > h.cfg.MaxBodyBytes {
-		return fail(http.StatusRequestEntityTooLarge, "body of %d bytes exceeds the limit of %d bytes", r.ContentLength, h.cfg.MaxBodyBytes)
+		return res.fail(errorf(http.StatusRequestEntityTooLarge, "body of %d bytes exceeds the limit of %d bytes", r.ContentLength, h.cfg.MaxBodyBytes))
 	}
 	resv := reservation{f: h.inFlight}
 	bodyLen := r.ContentLength
@@ -204,7 +206,7 @@ func (h *writeHandler) serve(r *http.Request) writeResult {
 		bodyLen = h.cfg.MaxBodyBytes
 	}
 	if !resv.add(bodyLen) {
-		return fail(http.StatusTooManyRequests, overloaded, h.cfg.MaxBytesInFlight)
+		return res.fail(errorf(http.StatusTooManyRequests, overloaded, h.cfg.MaxBytesInFlight))
 	}
 
 	pw := h.pool.Get().(*pooledWrite)
@@ -220,68 +222,93 @@ func (h *writeHandler) serve(r *http.Request) writeResult {
 		h.putPooled(pw)
 	}()
 
+	if e := h.receiveBody(r, pw, &resv); e != nil {
+		return res.fail(e)
+	}
+	req, e := h.decode(pw, &resv, msg)
+	if e != nil {
+		return res.fail(e)
+	}
+	h.m.samplesReceived.Add(float64(req.numSamples()))
+	h.m.histogramsReceived.Add(float64(req.numHistograms))
+	h.m.exemplarsDropped.Add(float64(req.numExemplars))
+
+	if bad := req.validate(h.cfg.Limits); bad != nil {
+		h.reject(bad.Reason, req.numSamples(), req.numHistograms)
+		return res.fail(errorf(http.StatusBadRequest, "invalid request, none of its %s written: %v", req.describe(), bad))
+	}
+	res, storeRunning = h.write(r.Context(), res, req)
+	return res
+}
+
+// receiveBody reads the compressed body into pw.body, holding its length
+// reserved.
+func (h *writeHandler) receiveBody(r *http.Request, pw *pooledWrite, resv *reservation) *httpError {
 	if r.ContentLength > 0 && int64(cap(pw.body)) <= r.ContentLength {
 		// Exactly, not by doubling; the extra byte lets the read see EOF.
 		pw.body = make([]byte, 0, r.ContentLength+1)
 	}
+	var err error
 	pw.body, err = readBody(pw.body[:0], r.Body, h.cfg.MaxBodyBytes)
 	if errors.Is(err, errTooLarge) {
-		return fail(http.StatusRequestEntityTooLarge, "body exceeds the limit of %d bytes", h.cfg.MaxBodyBytes)
+		return errorf(http.StatusRequestEntityTooLarge, "body exceeds the limit of %d bytes", h.cfg.MaxBodyBytes)
 	}
 	if err != nil {
-		return fail(http.StatusBadRequest, "reading body: %v", err)
+		return errorf(http.StatusBadRequest, "reading body: %v", err)
 	}
 	resv.shrink(int64(len(pw.body)))
+	return nil
+}
+
+// decode decompresses pw.body into pw.decoded and decodes it into pw.req,
+// reserving the decompressed body and then what the scan says the decoded
+// request takes, each before it is allocated.
+func (h *writeHandler) decode(pw *pooledWrite, resv *reservation, msg string) (*writeRequest, *httpError) {
 	n, err := snappy.DecodedLen(pw.body)
 	if err != nil {
-		return fail(http.StatusBadRequest, "body is not snappy block-compressed: %v", err)
+		return nil, errorf(http.StatusBadRequest, "body is not snappy block-compressed: %v", err)
 	}
 	if int64(n) > h.cfg.MaxDecodedBytes {
-		return fail(http.StatusRequestEntityTooLarge, "body claims %d bytes decompressed, more than the limit of %d bytes", n, h.cfg.MaxDecodedBytes)
+		return nil, errorf(http.StatusRequestEntityTooLarge, "body claims %d bytes decompressed, more than the limit of %d bytes", n, h.cfg.MaxDecodedBytes)
 	}
 	if !resv.add(int64(n)) {
-		return fail(http.StatusTooManyRequests, overloaded, h.cfg.MaxBytesInFlight)
+		return nil, errorf(http.StatusTooManyRequests, overloaded, h.cfg.MaxBytesInFlight)
 	}
 	if cap(pw.decoded) < n {
 		pw.decoded = make([]byte, n)
 	}
 	pw.decoded, err = snappy.Decode(pw.decoded[:cap(pw.decoded)], pw.body)
 	if err != nil {
-		return fail(http.StatusBadRequest, "body is not snappy block-compressed: %v", err)
+		return nil, errorf(http.StatusBadRequest, "body is not snappy block-compressed: %v", err)
 	}
 
+	v2 := msg == protoV2
 	var sh shape
-	if res.v2 {
+	if v2 {
 		sh = scanV2(pw.decoded)
 	} else {
 		sh = scanV1(pw.decoded)
 	}
-	mem := sh.memory(len(pw.decoded))
+	// Decoded, the request stays live while the store writes it, which
+	// takes memory of its own: both are charged before either is taken.
+	mem := sh.memory(len(pw.decoded)) + sh.writeMemory()
 	if total := resv.held + mem; total > h.cfg.MaxRequestMemory || total > h.cfg.MaxBytesInFlight {
-		return fail(http.StatusRequestEntityTooLarge, "request too large: it needs %d bytes (body %d, decompressed %d, %d series with %d labels and %d samples), more than the limit of %d bytes per request",
-			total, len(pw.body), n, sh.series, sh.labels, sh.samples, min(h.cfg.MaxRequestMemory, h.cfg.MaxBytesInFlight))
+		return nil, errorf(http.StatusRequestEntityTooLarge, "request too large: it needs %d bytes (body %d, decompressed %d, %d series with %d labels, %d samples and %d histograms), more than the limit of %d bytes per request",
+			total, len(pw.body), n, sh.series, sh.labels, sh.samples, sh.histograms(), min(h.cfg.MaxRequestMemory, h.cfg.MaxBytesInFlight))
 	}
 	if !resv.add(mem) {
-		return fail(http.StatusTooManyRequests, overloaded, h.cfg.MaxBytesInFlight)
+		return nil, errorf(http.StatusTooManyRequests, overloaded, h.cfg.MaxBytesInFlight)
 	}
-
 	req := &pw.req
-	if res.v2 {
+	if v2 {
 		err = req.decodeV2Sized(pw.decoded, sh)
 	} else {
 		err = req.decodeV1Sized(pw.decoded, sh)
 	}
 	if err != nil {
-		return fail(http.StatusBadRequest, "decoding %s: %v", msg, err)
+		return nil, errorf(http.StatusBadRequest, "decoding %s: %v", msg, err)
 	}
-	h.m.samplesReceived.Add(float64(req.numSamples()))
-
-	if bad := req.validate(h.cfg.Limits); bad != nil {
-		h.reject(bad.Reason, req.numSamples(), req.numHistograms)
-		return fail(http.StatusBadRequest, "invalid request, none of its %d samples written: %v", req.numSamples(), bad)
-	}
-	res, storeRunning = h.write(r.Context(), res, req)
-	return res
+	return req, nil
 }
 
 func (h *writeHandler) putPooled(pw *pooledWrite) {
@@ -291,36 +318,37 @@ func (h *writeHandler) putPooled(pw *pooledWrite) {
 	if cap(pw.decoded) > maxPooledBuffer {
 		pw.decoded = nil
 	}
-	if cap(pw.req.samples) > maxPooledBuffer/16 || cap(pw.req.labels) > maxPooledBuffer/32 {
+	if pw.req.arenaBytes() > maxPooledBuffer {
 		pw.req = writeRequest{intern: pw.req.intern}
 	}
 	pw.req.reset()
 	h.pool.Put(pw)
 }
 
-// write hands a validated request to the store: float samples, then
-// metadata. storeRunning is non-nil when a store call was abandoned at the
-// deadline and may still read the request.
+// write hands a validated request to the store: samples and histograms,
+// then metadata. storeRunning is non-nil when a store call was abandoned at
+// the deadline and may still read the request.
 func (h *writeHandler) write(ctx context.Context, res writeResult, req *writeRequest) (_ writeResult, storeRunning <-chan error) {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
-	total := req.numSamples()
 	var refused *store.RefusedError
-	if series := req.floatSeries(); len(series) > 0 {
-		running, err := h.callStore(ctx, func(ctx context.Context) error { return h.app.Write(ctx, series) })
+	if len(req.series) > 0 {
+		running, err := h.callStore(ctx, func(ctx context.Context) error { return h.app.Write(ctx, req.series) })
 		switch {
 		case errors.As(err, &refused):
 			// The other series are durable: a partial write, answered 400
 			// (a retry of the refused series cannot succeed).
-			h.reject(reasonUIDExhausted, refused.Samples, 0)
+			h.reject(reasonUIDExhausted, refused.Samples, refused.Histograms)
 		case err != nil:
 			return h.storeFailed(res, req, err), running
 		}
-		res.written = total
+		res.samples, res.histograms = req.numSamples(), req.numHistograms
 		if refused != nil {
-			res.written = total - refused.Samples
+			res.samples -= refused.Samples
+			res.histograms -= refused.Histograms
 		}
-		h.m.samplesWritten.Add(float64(res.written))
+		h.m.samplesWritten.Add(float64(res.samples))
+		h.m.histogramsWritten.Add(float64(res.histograms))
 	}
 	if len(req.metadata) > 0 {
 		running, err := h.callStore(ctx, func(ctx context.Context) error { return h.app.WriteMetadata(ctx, req.metadata) })
@@ -328,23 +356,22 @@ func (h *writeHandler) write(ctx context.Context, res writeResult, req *writeReq
 			// Validated before: a failure here is the storage's. The
 			// sender retries the whole request, which is idempotent; the
 			// answer counts nothing as written, as it cannot tell.
-			res.written = 0
+			res.samples, res.histograms = 0, 0
 			res.code, res.msg = http.StatusServiceUnavailable, fmt.Sprintf("metadata not written, retry: %v", shortStoreError(err, h.cfg.Timeout))
 			return res, running
 		}
 	}
-	switch {
-	case refused != nil:
-		res.code, res.msg = http.StatusBadRequest, fmt.Sprintf("%d of %d samples written; %v", res.written, total, refused)
-	case req.numHistograms > 0 || req.numExemplars > 0:
-		// The 2.0 specification: a receiver that does not store a kind of
-		// data must not answer 2xx, and answers 400 to invalid samples; the
-		// float samples are a partial write, reported in the headers.
-		h.m.samplesRejected.WithLabelValues(reasonHistogram).Add(float64(req.numHistograms))
-		res.code, res.msg = http.StatusBadRequest, fmt.Sprintf("%d float samples written; %d native histogram samples and %d exemplars not written: this receiver stores float samples only", res.written, req.numHistograms, req.numExemplars)
-	default:
-		res.code = http.StatusNoContent
+	if refused != nil {
+		written := fmt.Sprintf("%d of %d samples", res.samples, req.numSamples())
+		if req.numHistograms > 0 {
+			written += fmt.Sprintf(" and %d of %d histograms", res.histograms, req.numHistograms)
+		}
+		res.code, res.msg = http.StatusBadRequest, fmt.Sprintf("%s written; %v", written, refused)
+		return res, nil
 	}
+	// Exemplars are accepted and dropped (see the package doc): counted
+	// as written only in a 2xx answer, when every series was.
+	res.code, res.exemplars = http.StatusNoContent, req.numExemplars
 	return res, nil
 }
 
@@ -364,14 +391,14 @@ func (h *writeHandler) callStore(ctx context.Context, call func(context.Context)
 }
 
 func (h *writeHandler) storeFailed(res writeResult, req *writeRequest, err error) writeResult {
-	res.written = 0
+	res.samples, res.histograms = 0, 0
 	if errors.Is(err, store.ErrInvalidInput) {
 		h.reject(reasonStoreInvalid, req.numSamples(), req.numHistograms)
-		res.code, res.msg = http.StatusBadRequest, fmt.Sprintf("invalid request, none of its %d samples written: %v", req.numSamples(), err)
+		res.code, res.msg = http.StatusBadRequest, fmt.Sprintf("invalid request, none of its %s written: %v", req.describe(), err)
 		return res
 	}
 	h.reject(reasonStorage, req.numSamples(), req.numHistograms)
-	res.code, res.msg = http.StatusServiceUnavailable, fmt.Sprintf("none of %d samples acknowledged, retry: %v", req.numSamples(), shortStoreError(err, h.cfg.Timeout))
+	res.code, res.msg = http.StatusServiceUnavailable, fmt.Sprintf("none of %s acknowledged, retry: %v", req.describe(), shortStoreError(err, h.cfg.Timeout))
 	return res
 }
 
@@ -384,9 +411,7 @@ func shortStoreError(err error, timeout time.Duration) string {
 
 func (h *writeHandler) reject(reason string, samples, histograms int) {
 	h.m.samplesRejected.WithLabelValues(reason).Add(float64(samples))
-	if histograms > 0 {
-		h.m.samplesRejected.WithLabelValues(reasonHistogram).Add(float64(histograms))
-	}
+	h.m.histogramsRejected.WithLabelValues(reason).Add(float64(histograms))
 }
 
 var errTooLarge = errors.New("body too large")

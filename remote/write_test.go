@@ -172,34 +172,6 @@ func readAll(resp *http.Response) string {
 	}
 }
 
-// TestWriteUnsupportedKinds: native histograms and exemplars are not stored;
-// the float samples are (a partial write), the answer is 400 and the 2.0
-// headers count only the floats.
-func TestWriteUnsupportedKinds(t *testing.T) {
-	st := newFakeStore()
-	srv := newTestServer(t, st, WriteConfig{}, ReadConfig{})
-	req := toV2(testSeries(3, 4, 1000))
-	req.Timeseries[0].Histograms = []writev2.Histogram{{Count: &writev2.Histogram_CountInt{CountInt: 3}, Timestamp: 5000}}
-	req.Timeseries[1].Exemplars = []writev2.Exemplar{{Value: 1, Timestamp: 1000}}
-	code, hdr, body := post(t, srv.URL+"/api/v1/write", hdrV2, encodeV2(t, req))
-	if code != 400 || !strings.Contains(body, "12 float samples written; 1 native histogram samples and 1 exemplars not written") {
-		t.Fatalf("got %d %q", code, body)
-	}
-	if hdr.Get(headerSamplesWritten) != "12" || hdr.Get(headerHistogramsWritten) != "0" || hdr.Get(headerExemplarsWritten) != "0" {
-		t.Fatalf("headers %v", hdr)
-	}
-	if st.numSamples() != 12 {
-		t.Fatalf("stored %d samples, want 12", st.numSamples())
-	}
-
-	v1 := testSeries(1, 2, 1000)
-	v1[0].Histograms = []prompb.Histogram{{Count: &prompb.Histogram_CountInt{CountInt: 1}, Timestamp: 1}}
-	code, _, body = post(t, srv.URL+"/api/v1/write", hdrV1, encodeV1(t, v1, nil))
-	if code != 400 || !strings.Contains(body, "1 native histogram samples") {
-		t.Fatalf("v1: got %d %q", code, body)
-	}
-}
-
 // TestWriteMetadata checks that both versions' metadata reach the store.
 func TestWriteMetadata(t *testing.T) {
 	st := newFakeStore()
@@ -348,7 +320,7 @@ func TestWriteUIDExhausted(t *testing.T) {
 	}
 	srv := newTestServer(t, st, WriteConfig{}, ReadConfig{})
 	code, hdr, body := post(t, srv.URL+"/api/v1/write", hdrV2, encodeV2(t, toV2(testSeries(10, 3, 1000))))
-	if code != 400 || !strings.Contains(body, "24 of 30 samples written") || !strings.Contains(body, "2 series (6 samples) refused") || !strings.Contains(body, "all 1-byte tagv UIDs are assigned") {
+	if code != 400 || !strings.Contains(body, "24 of 30 samples written") || !strings.Contains(body, "2 series (6 samples, 0 histograms) refused") || !strings.Contains(body, "all 1-byte tagv UIDs are assigned") {
 		t.Fatalf("got %d %q", code, body)
 	}
 	if got := hdr.Get(headerSamplesWritten); got != "24" {

@@ -26,6 +26,10 @@
 #           series (from now on) at 2,000 samples per request, half as many
 #           at 200, 4 in flight, until durable; CPU of adapter + HBase and
 #           of TSD + HBase
+#   histograms  HIST_SERIES x HIST_ROUNDS native histograms (schema 3, 20-40
+#           buckets, one every 15 s) into an adapter on tables of their own
+#           and into a Prometheus TSDB block; HFile bytes raw and after the
+#           compactor; read back and compared histogram by histogram
 #
 # Compactor (issue 11): when the adapter has --compactor.enabled, the data set
 # is loaded with the compactor off ("adapter, raw cells"); after "bytes" the
@@ -36,7 +40,9 @@
 # ("adapter, compacted") and keeps the compactor running for read and ingest.
 #
 # Knobs: COLD_SERIES (10000), SUSTAIN (20s), SUSTAIN_BATCH (2000), DS_SERIES
-# (1000), DS_ROUNDS (360), INGEST_ROUNDS (300), READ_REPS (3), ADAPTER_BIN (a
+# (1000), DS_ROUNDS (360), INGEST_ROUNDS (300), READ_REPS (3), HIST_SERIES
+# (200; 0 leaves histograms out), HIST_ROUNDS (480), BENCH_ONLY=histograms
+# (that step and its table only), ADAPTER_BIN (a
 # built adapter instead of building ./cmd/adapter), PROMETHEUS_BIN (a built
 # Prometheus instead of scripts/prometheus.sh; "none" leaves Prometheus out),
 # BENCH_KEEP=1 keeps the temporary directory (logs, results.txt).
@@ -47,6 +53,7 @@ cd "$repo"
 cold_series=${COLD_SERIES:-10000} sustain=${SUSTAIN:-20s} sustain_batch=${SUSTAIN_BATCH:-2000}
 ds_series=${DS_SERIES:-1000} ds_rounds=${DS_ROUNDS:-360} ingest_rounds=${INGEST_ROUNDS:-300}
 read_reps=${READ_REPS:-3}
+hist_series=${HIST_SERIES:-200} hist_rounds=${HIST_ROUNDS:-480}
 compactor_done_metric=${COMPACTOR_DONE_METRIC:-promhbase_compactor_series_hours_total}
 step_ms=15000
 
@@ -146,10 +153,53 @@ start_tsd() {
 
 stop_tsd() { OPENTSDB_RUN_DIR=$tmp/otsdb-$1 scripts/opentsdb.sh stop; }
 
-began=$SECONDS
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 machine="$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(free -g | awk '/^Mem:/{print $2}') GiB"
 say "$machine; HBase pid $hbase_pid, root $hbase_root, tables $prefix*"
+
+now=$(date +%s)
+start=$(((now / 3600 - 5) * 3600 * 1000)) # whole hours, old enough for every row to be closed
+raw=()
+[[ -n $has_compactor ]] && raw=(--no-compactor.enabled)
+read -r -a compactor_flags <<< "${COMPACTOR_FLAGS:---compactor.enabled --compactor.grace=0s --compactor.interval=5s --compactor.rate=0 --write.timeout=10s --compactor.max-clock-skew=1s}"
+
+# wait_series_hours N: until the adapter's compactor has done N series-hours.
+wait_series_hours() {
+  local deadline=$((SECONDS + 600))
+  until (($(curl -sf "$adapter_url/metrics" | awk -v m="$compactor_done_metric" '$1 == m {n = int($2)} END {print n + 0}') >= $1)); do
+    ((SECONDS < deadline)) || { echo "compactor did not reach $1 series-hours ($compactor_done_metric)" >&2; exit 1; }
+    sleep 2
+  done
+}
+
+# --- histograms: bytes per native-histogram sample --------------------------
+# Tables of their own, so that the data table holds only histograms.
+bench_histograms() {
+  local hs=(-run hist -series "$hist_series" -rounds "$hist_rounds" -start "$start" -step "$step_ms")
+  say "histograms: $hist_series series x $hist_rounds native histograms"
+  start_adapter hist "${prefix}hist-" "${raw[@]}"
+  rec hist-load "$bt" histload -target "adapter=$adapter_url" "${hs[@]}"
+  rec histblock "$bt" histblock -dir "$tmp/hist-block" "${hs[@]}"
+  rec hist-bytes "$bt" compact -root "$hbase_root" "${prefix}hist-prom-data"
+  if [[ -n $has_compactor ]]; then
+    stop_pid "$adapter_pid"
+    start_adapter hist "${prefix}hist-" "${compactor_flags[@]}"
+    wait_series_hours $((hist_series * ((hist_rounds * step_ms + 3600000 - 1) / 3600000)))
+    rec hist-bytes-compacted "$bt" compact -root "$hbase_root" "${prefix}hist-prom-data"
+  fi
+  rec hist-read "$bt" histread -target "adapter=$adapter_url" "${hs[@]}"
+  stop_pid "$adapter_pid"
+}
+
+began=$SECONDS
+if [[ ${BENCH_ONLY:-} == histograms ]]; then
+  bench_histograms
+  echo
+  echo "Command: \`BENCH_ONLY=histograms make bench\`. Run $(date -u '+%F %H:%M') UTC, $(((SECONDS - began) / 60)) min $(((SECONDS - began) % 60)) s; load average $(cut -d' ' -f1-3 /proc/loadavg) at the end."
+  echo
+  "$bt" report -only histograms "$results"
+  exit 0
+fi
 
 # --- cold: UID assignment on fresh tables --------------------------------
 say "cold start"
@@ -163,12 +213,8 @@ stop_pid "$adapter_pid"
 stop_tsd cold
 
 # --- load: the same data set into the adapter, a TSD, Prometheus, a block --
-now=$(date +%s)
-start=$(((now / 3600 - 5) * 3600 * 1000)) # whole hours, old enough for every row to be closed
 ds=(-run ds -series "$ds_series" -start "$start" -step "$step_ms")
 say "loading $ds_series series x $ds_rounds samples"
-raw=()
-[[ -n $has_compactor ]] && raw=(--no-compactor.enabled)
 start_adapter ds "${prefix}ds-" "${raw[@]}"
 start_tsd ds "${prefix}ds-"
 if [[ $prom != none ]]; then
@@ -189,16 +235,10 @@ say "flush + major compaction"
 stop_tsd ds
 rec bytes "$bt" compact -root "$hbase_root" "${prefix}ds-prom-data" "${prefix}ds-prom-uid" "${prefix}ds-tsdb" "${prefix}ds-tsdb-uid"
 if [[ -n $has_compactor ]]; then
-  read -r -a compactor_flags <<< "${COMPACTOR_FLAGS:---compactor.enabled --compactor.grace=0s --compactor.interval=5s --compactor.rate=0 --write.timeout=10s --compactor.max-clock-skew=1s}"
   say "compactor: restarting the adapter with ${compactor_flags[*]}"
   stop_pid "$adapter_pid"
   start_adapter ds "${prefix}ds-" "${compactor_flags[@]}"
-  want=$((ds_series * ((ds_rounds * step_ms + 3600000 - 1) / 3600000)))
-  deadline=$((SECONDS + 600))
-  until (($(curl -sf "$adapter_url/metrics" | awk -v m="$compactor_done_metric" '$1 == m {n = int($2)} END {print n + 0}') >= want)); do
-    ((SECONDS < deadline)) || { echo "compactor did not reach $want series-hours ($compactor_done_metric)" >&2; exit 1; }
-    sleep 2
-  done
+  wait_series_hours $((ds_series * ((ds_rounds * step_ms + 3600000 - 1) / 3600000)))
   rec bytes-compacted "$bt" compact -root "$hbase_root" "${prefix}ds-prom-data"
 else
   say "the adapter has no --compactor flags: no compacted figure"
@@ -234,6 +274,9 @@ for per in 2000 200; do
   rec ingest "$bt" ingest -target "opentsdb=$tsd_url" "${in[@]}" -pid "tsd=$tsd_pid" -pid "hbase=$hbase_pid"
   skip=$((skip + r))
 done
+
+# The adapter of the reads and ingest stays up; the histogram one is its own.
+((hist_series == 0)) || bench_histograms
 
 echo
 echo "Command: \`make bench\` (scripts/bench.sh). Machine: $machine. Run $(date -u '+%F %H:%M') UTC, $(((SECONDS - began) / 60)) min $(((SECONDS - began) % 60)) s (HBase start and builds not counted); load average $load_before at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end."

@@ -1,7 +1,8 @@
 // Package seriesrules is the one set of rules a series must follow to be
 // stored: label names non-empty UTF-8, sorted and unique; values UTF-8; a
 // non-empty __name__; names and values not beginning with a NUL byte; the
-// label limits; at least one sample. The HTTP layer applies them to a whole
+// label limits; at least one sample; native histograms that Prometheus's
+// TSDB would accept (CheckHistogram). The HTTP layer applies them to a whole
 // request before anything is written, and the store applies them again to
 // every batch it is handed, so both refuse exactly the same series.
 //
@@ -43,7 +44,7 @@ const (
 )
 
 // Reasons lists every reason, for metrics that pre-create their series.
-var Reasons = []string{ReasonInvalidLabels, ReasonNoMetricName, ReasonNoSamples, ReasonTooManyLabels, ReasonLabelTooLong, ReasonMetadata}
+var Reasons = []string{ReasonInvalidLabels, ReasonNoMetricName, ReasonNoSamples, ReasonTooManyLabels, ReasonLabelTooLong, ReasonMetadata, ReasonInvalidHistogram}
 
 // Violation is one broken rule.
 type Violation struct {

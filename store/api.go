@@ -1,13 +1,16 @@
-// Package store is the time-series store: the write path (series -> UIDs ->
-// row keys and cells -> one batched put), the read planner (matchers -> scans
-// of row keys -> multi-gets of hour rows -> series in label order) and the
-// compactor (closed hours -> XOR chunk cells).
+// Package store is the time-series store: the write path (series of float
+// and native histogram samples -> UIDs -> row keys and cells -> one batched
+// put), the read planner (matchers -> scans of row keys -> multi-gets of
+// hour rows -> series in label order, as samples or as Prometheus chunks)
+// and the compactor (closed hours -> XOR, histogram and float-histogram
+// chunk cells, bit-exact; the cell layout itself is package cellcodec's).
 //
 // It owns the mapping between Prometheus's data model and the table layout of
 // DESIGN.md sections 2 to 4. Beside what labels2uid keeps in the UID table, the
 // store keeps two things there: the schema row "\x00schema" (family id, one
 // decimal cell per pinned setting: uid.width.metric, uid.width.tagk,
-// uid.width.tagv, salt.buckets, layout.version), and a family meta holding
+// uid.width.tagv, salt.buckets, layout.version, the last upgraded in place
+// from the previous cell layout), and a family meta holding
 // metric metadata (row = metric family name, qualifiers type, unit, help).
 //
 // Labels with an empty value are dropped on write, as Prometheus treats them
@@ -35,6 +38,10 @@ var ErrInvalidInput = errors.New("invalid input")
 // own type, so that decoded rows need no copy.
 type Sample = cellcodec.Sample
 
+// HistogramSample is one native histogram sample (integer or float), every
+// field as written.
+type HistogramSample = cellcodec.HistogramSample
+
 // Query selects series and their samples in [Start, End] (milliseconds,
 // inclusive).
 type Query struct {
@@ -44,11 +51,14 @@ type Query struct {
 	SeriesOnly bool
 }
 
-// Series is one series of a read: its labels and its samples sorted by time,
-// without duplicate timestamps.
+// Series is one series of a read: its labels, its float samples and its
+// histogram samples, each sorted by time; no timestamp appears twice in
+// either, nor in both (a series that switched between floats and histograms
+// has each sample in the slice of its kind).
 type Series struct {
-	Labels  labels.Labels
-	Samples []Sample
+	Labels     labels.Labels
+	Samples    []Sample
+	Histograms []HistogramSample
 }
 
 // SeriesSet iterates over series in label order. The Series returned by At is
@@ -91,7 +101,8 @@ type ChunkQuerier interface {
 }
 
 // Chunk is one chunk of a ChunkSeries: Data is a Prometheus chunk as
-// tsdb/chunkenc writes it (header included), holding Samples samples from
+// tsdb/chunkenc writes it (header included; XOR, histogram or float
+// histogram, as Encoding says), holding Samples samples from
 // MinTime to MaxTime (milliseconds, inclusive).
 type Chunk struct {
 	MinTime, MaxTime int64
@@ -122,8 +133,10 @@ type ChunkSeriesSet interface {
 }
 
 // SeriesIn is one series of a write: labels as received (the store validates
-// them: names sorted, unique, non-empty, valid) and its samples.
+// them: names sorted, unique, non-empty, valid), its float samples and its
+// native histogram samples.
 type SeriesIn struct {
-	Labels  []labels.Label
-	Samples []Sample
+	Labels     []labels.Label
+	Samples    []Sample
+	Histograms []HistogramSample
 }

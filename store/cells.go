@@ -43,3 +43,16 @@ func appendChunkSamples(dst []Sample, c chunkCell, it chunkenc.Iterator, mint, m
 	}
 	return dst, it, nil
 }
+
+// isHistogramCell reports whether a raw cell holds a histogram sample.
+func isHistogramCell(c *table.Cell) bool { return len(c.Value) != cellcodec.RawValueLen }
+
+// appendChunkHistograms appends the samples of a histogram chunk in
+// [mint, maxt].
+func appendChunkHistograms(dst []HistogramSample, c chunkCell, mint, maxt int64) ([]HistogramSample, error) {
+	dst, err := cellcodec.AppendChunkHistograms(dst, c, mint, maxt)
+	if err != nil {
+		return dst, fmt.Errorf("chunk [%d, %d]: %w", c.MinT, c.MaxT, err)
+	}
+	return dst, nil
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
@@ -102,6 +103,7 @@ type chunkOut struct {
 	lset    string
 	chunks  []Chunk
 	samples []Sample
+	hists   []HistogramSample
 }
 
 func collectChunks(t testing.TB, cs ChunkSeriesSet) []chunkOut {
@@ -124,8 +126,22 @@ func collectChunks(t testing.TB, cs ChunkSeriesSet) []chunkOut {
 			}
 			it := x.Iterator(nil)
 			first := true
-			for it.Next() == chunkenc.ValFloat {
-				ts, v := it.At()
+			for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+				var ts int64
+				switch vt {
+				case chunkenc.ValFloat:
+					var v float64
+					ts, v = it.At()
+					o.samples = append(o.samples, Sample{T: ts, V: v})
+				case chunkenc.ValHistogram:
+					var h *histogram.Histogram
+					ts, h = it.AtHistogram(nil)
+					o.hists = append(o.hists, HistogramSample{T: ts, H: h})
+				case chunkenc.ValFloatHistogram:
+					var fh *histogram.FloatHistogram
+					ts, fh = it.AtFloatHistogram(nil)
+					o.hists = append(o.hists, HistogramSample{T: ts, FH: fh})
+				}
 				if first && ts != c.MinTime {
 					t.Fatalf("%s: chunk MinTime %d, first sample %d", o.lset, c.MinTime, ts)
 				}
@@ -133,7 +149,9 @@ func collectChunks(t testing.TB, cs ChunkSeriesSet) []chunkOut {
 					t.Fatalf("%s: sample %d not after %d: chunks overlap or go back", o.lset, ts, prevMax)
 				}
 				first, prevMax = false, ts
-				o.samples = append(o.samples, Sample{T: ts, V: v})
+			}
+			if err := it.Err(); err != nil {
+				t.Fatal(err)
 			}
 			if prevMax != c.MaxTime {
 				t.Fatalf("%s: chunk MaxTime %d, last sample %d", o.lset, c.MaxTime, prevMax)

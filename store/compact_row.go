@@ -2,10 +2,8 @@ package store
 
 import (
 	"bytes"
-	"fmt"
 	"math"
-
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"slices"
 
 	"github.com/prom-hbase/prom-hbase/cellcodec"
 	"github.com/prom-hbase/prom-hbase/table"
@@ -24,8 +22,13 @@ type compactPlan struct {
 	rows      int          // rows that change
 	bytes     int          // qualifier and value bytes of puts
 
-	samples []Sample // scratch
+	// scratch
+	samples []Sample
 	chunks  []cellcodec.Chunk
+	points  []cellcodec.Point
+	hists   []HistogramSample
+	keep    []cellcodec.Point // samples no chunk gives back exactly: they stay raw
+	keptRaw []bool            // per keep: a raw cell holds it already
 }
 
 func (p *compactPlan) reset() {
@@ -43,7 +46,6 @@ func (p *compactPlan) reset() {
 func (p *compactPlan) addRow(key []byte, hourMillis int64, cells []table.Cell) error {
 	raw := 0
 	p.chunks = p.chunks[:0]
-	overlap := false
 	for i := range cells {
 		c := &cells[i]
 		if !cellcodec.IsChunkQualifier(c.Qualifier) {
@@ -54,39 +56,47 @@ func (p *compactPlan) addRow(key []byte, hourMillis int64, cells []table.Cell) e
 		if err != nil {
 			return err
 		}
-		// Cells come in qualifier order, hence by MinT.
-		if n := len(p.chunks); n > 0 && ch.MinT <= p.chunks[n-1].MaxT {
-			overlap = true
-		}
 		p.chunks = append(p.chunks, ch)
+	}
+	// Cells come in qualifier order: by encoding, then by MinT.
+	slices.SortFunc(p.chunks, func(a, b cellcodec.Chunk) int { return compareInt64(a.MinT, b.MinT) })
+	overlap := false
+	for i := 1; i < len(p.chunks); i++ {
+		overlap = overlap || p.chunks[i].MinT <= p.chunks[i-1].MaxT
 	}
 	if raw == 0 && !overlap {
 		return nil
 	}
 	var err error
-	p.samples, err = cellcodec.AppendRowSamples(p.samples[:0], hourMillis, tableCells(cells), math.MinInt64, math.MaxInt64)
+	p.points, err = cellcodec.AppendRowPoints(p.points[:0], hourMillis, tableCells(cells), math.MinInt64, math.MaxInt64)
 	if err != nil {
 		return err
 	}
 	nPuts := len(p.puts)
-	n := cellcodec.ChunkCount(len(p.samples))
-	for k := range n {
-		part := p.samples[len(p.samples)*k/n : len(p.samples)*(k+1)/n]
-		lo, hi := part[0].T-hourMillis, part[len(part)-1].T-hourMillis
-		q := cellcodec.AppendChunkQualifier(nil, chunkenc.EncXOR, uint32(lo), uint32(hi))
-		v, err := cellcodec.AppendChunkValue(nil, part)
-		if err != nil {
-			p.puts = p.puts[:nPuts]
-			return fmt.Errorf("encode chunk: %w", err)
+	p.keep = p.keep[:0]
+	for pts := p.points; len(pts) > 0; {
+		n := 1
+		for n < len(pts) && pts[n].IsHistogram() == pts[0].IsHistogram() {
+			n++
 		}
-		p.puts = append(p.puts, table.Cell{Row: key, Family: FamilyData, Qualifier: q, Timestamp: hourMillis + hi, Value: v})
-		p.bytes += len(q) + len(v)
+		if pts[0].IsHistogram() {
+			p.addHistogramRun(key, hourMillis, pts[:n])
+		} else if err := p.addFloatRun(key, hourMillis, pts[:n]); err != nil {
+			p.puts = p.puts[:nPuts]
+			return err
+		}
+		pts = pts[n:]
 	}
 	newPuts := p.puts[nPuts:]
+	p.keptRaw = append(p.keptRaw[:0], make([]bool, len(p.keep))...)
 	for i := range cells {
 		c := &cells[i]
 		del := table.Cell{Row: key, Family: FamilyData, Qualifier: c.Qualifier, Timestamp: c.Timestamp}
 		if !cellcodec.IsChunkQualifier(c.Qualifier) {
+			if k, ok := p.kept(hourMillis, c.Qualifier); ok {
+				p.keptRaw[k] = true // it stays: no chunk holds its sample
+				continue
+			}
 			p.delRaw = append(p.delRaw, del)
 			continue
 		}
@@ -96,6 +106,7 @@ func (p *compactPlan) addRow(key []byte, hourMillis int64, cells []table.Cell) e
 			p.delChunks = append(p.delChunks, del)
 		}
 	}
+	p.putKeptFromChunks(key, hourMillis)
 	p.rows++
 	return nil
 }

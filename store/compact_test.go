@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/prom-hbase/prom-hbase/cellcodec"
+	"github.com/prom-hbase/prom-hbase/cellcodec/histgen"
 	"github.com/prom-hbase/prom-hbase/rowkey"
 	"github.com/prom-hbase/prom-hbase/table"
 )
@@ -113,7 +114,8 @@ type compactModel struct {
 
 type modelSeries struct {
 	in   []labels.Label
-	vals map[int64][]uint64
+	vals map[int64][]string // pointString of each value
+	gen  *histgen.Gen       // nil: a float-only series
 }
 
 func newCompactModel(rng *rand.Rand) *compactModel {
@@ -124,7 +126,11 @@ func newCompactModel(rng *rand.Rand) *compactModel {
 			"job", []string{"a", "b"}[rng.IntN(2)], "instance", fmt.Sprintf("host-%d", rng.IntN(6)))
 		if k := labels.New(ls...).String(); !seen[k] {
 			seen[k] = true
-			m.series = append(m.series, &modelSeries{in: ls, vals: map[int64][]uint64{}})
+			ms := &modelSeries{in: ls, vals: map[int64][]string{}}
+			if rng.IntN(2) == 0 {
+				ms.gen = histgen.New(rng, true)
+			}
+			m.series = append(m.series, ms)
 		}
 	}
 	return m
@@ -142,7 +148,7 @@ func (m *compactModel) batch(rng *rand.Rand, window [2]int64) []SeriesIn {
 			continue
 		}
 		seen := map[int64]bool{}
-		var smps []Sample
+		in := SeriesIn{Labels: s.in}
 		for range 1 + rng.IntN(30) {
 			ts := window[0] + rng.Int64N(window[1]-window[0])
 			switch rng.IntN(6) {
@@ -159,16 +165,27 @@ func (m *compactModel) batch(rng *rand.Rand, window [2]int64) []SeriesIn {
 				continue
 			}
 			seen[ts] = true
-			v := randValue(rng)
-			if old := s.vals[ts]; len(old) > 0 && rng.IntN(2) == 0 {
-				v = old[len(old)-1] // a retried write
+			if s.gen != nil && rng.IntN(2) == 0 {
+				h := s.gen.Next(ts)
+				in.Histograms = append(in.Histograms, HistogramSample{T: ts, H: h.H, FH: h.FH})
+				continue
 			}
-			smps = append(smps, Sample{T: ts, V: math.Float64frombits(v)})
+			v := math.Float64frombits(randValue(rng))
+			if old := s.vals[ts]; len(old) > 0 && rng.IntN(2) == 0 {
+				var bits uint64
+				if _, err := fmt.Sscanf(old[len(old)-1], "%x", &bits); err == nil {
+					v = math.Float64frombits(bits) // a retried write
+				}
+			}
+			in.Samples = append(in.Samples, Sample{T: ts, V: v})
 		}
-		out = append(out, SeriesIn{Labels: s.in, Samples: smps})
+		out = append(out, in)
 	}
 	return out
 }
+
+// pointString formats a float sample's value as the model keeps it.
+func pointString(v float64) string { return fmt.Sprintf("%x", math.Float64bits(v)) }
 
 // write writes b and records it; racy writes happen while a compactor runs.
 func (m *compactModel) write(t testing.TB, s *Store, b []SeriesIn, racy bool) {
@@ -181,15 +198,20 @@ func (m *compactModel) write(t testing.TB, s *Store, b []SeriesIn, racy bool) {
 	for _, in := range b {
 		i := slices.IndexFunc(m.series, func(ms *modelSeries) bool { return labels.Equal(labels.New(ms.in...), labels.New(in.Labels...)) })
 		ms := m.series[i]
-		for _, smp := range in.Samples {
-			v := math.Float64bits(smp.V)
-			old := ms.vals[smp.T]
+		record := func(t int64, v string) {
+			old := ms.vals[t]
 			switch {
 			case racy && len(old) > 0 && !slices.Contains(old, v):
-				ms.vals[smp.T] = append(old, v)
+				ms.vals[t] = append(old, v)
 			case !racy || len(old) == 0:
-				ms.vals[smp.T] = []uint64{v}
+				ms.vals[t] = []string{v}
 			}
+		}
+		for _, smp := range in.Samples {
+			record(smp.T, pointString(smp.V))
+		}
+		for _, hs := range in.Histograms {
+			record(hs.T, histString(hs))
 		}
 	}
 }
@@ -221,12 +243,22 @@ func (m *compactModel) check(t testing.TB, s *Store, start, end int64) {
 			}
 		}
 		slices.Sort(wantTs)
-		gotTs := make([]int64, len(sr.Samples))
-		for i, smp := range sr.Samples {
-			gotTs[i] = smp.T
-			if vals := ms.vals[smp.T]; !slices.Contains(vals, math.Float64bits(smp.V)) {
-				t.Fatalf("[%d, %d]: %s at %d: %x, want one of %x", start, end, k, smp.T, math.Float64bits(smp.V), vals)
+		var gotTs []int64
+		checkValue := func(ts int64, v string) {
+			gotTs = append(gotTs, ts)
+			if vals := ms.vals[ts]; !slices.Contains(vals, v) {
+				t.Fatalf("[%d, %d]: %s at %d: %s, want one of %s", start, end, k, ts, v, vals)
 			}
+		}
+		for _, smp := range sr.Samples {
+			checkValue(smp.T, pointString(smp.V))
+		}
+		for _, hs := range sr.Histograms {
+			checkValue(hs.T, histString(hs))
+		}
+		slices.Sort(gotTs)
+		if len(slices.Compact(slices.Clone(gotTs))) != len(gotTs) {
+			t.Fatalf("[%d, %d]: %s: a time both in Samples and Histograms", start, end, k)
 		}
 		if !slices.Equal(gotTs, wantTs) {
 			var missing, extra []int64
@@ -269,7 +301,7 @@ func (m *compactModel) diagnose(t testing.TB, s *Store) {
 	inTable, inModel := map[int64]int{}, map[int64]int{}
 	for _, r := range rows {
 		k, _ := s.layout.Parse(r.Key)
-		smps, err := cellcodec.AppendRowSamples(nil, int64(k.BaseHour)*1000, tableCells(r.Cells), math.MinInt64, math.MaxInt64)
+		smps, err := cellcodec.AppendRowPoints(nil, int64(k.BaseHour)*1000, tableCells(r.Cells), math.MinInt64, math.MaxInt64)
 		if err != nil {
 			t.Logf("diagnose: row %x: %v", r.Key, err)
 		}
@@ -446,16 +478,31 @@ func assertCompacted(t testing.TB, s *Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var prevMax int64 = -1
+		var chunks []cellcodec.Chunk
 		for _, c := range r.Cells {
+			if !cellcodec.IsChunkQualifier(c.Qualifier) && len(c.Value) != cellcodec.RawValueLen {
+				// A histogram stays raw only if no chunk can hold it exactly.
+				p, err := cellcodec.DecodeRawPoint(int64(k.BaseHour)*1000, c.Qualifier, c.Value)
+				if _, _, _, n := cellcodec.NextHistogramChunk([]HistogramSample{p.Histogram()}); err != nil || n != 0 {
+					t.Fatalf("row %x: histogram cell %x left raw: %v", r.Key, c.Qualifier, err)
+				}
+				continue
+			}
 			ch, err := cellcodec.DecodeChunk(int64(k.BaseHour)*1000, c.Qualifier, c.Value)
 			if err != nil {
 				t.Fatalf("row %x: cell %x left: %v", r.Key, c.Qualifier, err)
 			}
-			if ch.MinT <= prevMax || ch.NumSamples() > cellcodec.SamplesPerChunk || c.Timestamp != ch.MaxT {
-				t.Fatalf("row %x: chunk %x overlaps, is too big or has version %d", r.Key, c.Qualifier, c.Timestamp)
+			if ch.NumSamples() > cellcodec.SamplesPerChunk || c.Timestamp != ch.MaxT {
+				t.Fatalf("row %x: chunk %x is too big or has version %d", r.Key, c.Qualifier, c.Timestamp)
 			}
-			prevMax = ch.MaxT
+			chunks = append(chunks, ch)
+		}
+		// Chunk qualifiers sort by encoding, then by time.
+		slices.SortFunc(chunks, func(a, b cellcodec.Chunk) int { return compareInt64(a.MinT, b.MinT) })
+		for i := 1; i < len(chunks); i++ {
+			if chunks[i].MinT <= chunks[i-1].MaxT {
+				t.Fatalf("row %x: chunks [%d, %d] and [%d, %d] overlap", r.Key, chunks[i-1].MinT, chunks[i-1].MaxT, chunks[i].MinT, chunks[i].MaxT)
+			}
 		}
 	}
 	todo, err := scanPage(ctx, s.todo.t, table.ScanOptions{}, 1<<20)

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/prom-hbase/prom-hbase/cellcodec/histgen"
 	"github.com/prom-hbase/prom-hbase/rowkey"
 	"github.com/prom-hbase/prom-hbase/table"
 )
@@ -21,8 +24,40 @@ import (
 type refSeries struct {
 	in      []labels.Label
 	lset    labels.Labels // without empty values
-	samples map[int64]uint64
+	samples map[int64]refPoint
+	gen     *histgen.Gen // nil: floats only
 }
+
+// refPoint is a sample as Select must return it (exact) and as a decoded
+// chunk of SelectChunks must (chunk): a chunk says hints by position and a
+// stale histogram as its Sum alone, as Prometheus's own chunks do.
+type refPoint struct {
+	exact, chunk string
+	f            *Sample
+	h            *HistogramSample
+}
+
+func floatPoint(s Sample) refPoint {
+	tok := fmt.Sprintf("%d:%x", s.T, math.Float64bits(s.V))
+	return refPoint{exact: tok, chunk: tok, f: &s}
+}
+
+func histPoint(hs HistogramSample) refPoint {
+	view := hs
+	if hs.IsStaleMarker() {
+		if hs.H != nil {
+			view.H = &histogram.Histogram{Sum: hs.H.Sum}
+		} else {
+			view.FH = &histogram.FloatHistogram{Sum: hs.FH.Sum}
+		}
+	}
+	return refPoint{exact: histString(hs), chunk: maskHints(histString(view)), h: &hs}
+}
+
+var hintRE = regexp.MustCompile(`hint=[0-9]`)
+
+// maskHints blanks the counter-reset hints of formatted samples.
+func maskHints(s string) string { return hintRE.ReplaceAllString(s, "hint=*") }
 
 var (
 	propNames  = []string{"job", "instance", "pod", "zone", "ü-label", "le", "A"}
@@ -128,7 +163,10 @@ func testProperty(t *testing.T, db table.DB, prefix string, queries int) {
 		if _, dup := ref[key]; dup {
 			continue
 		}
-		r := &refSeries{in: ls, lset: withoutEmpty(ls), samples: map[int64]uint64{}}
+		r := &refSeries{in: ls, lset: withoutEmpty(ls), samples: map[int64]refPoint{}}
+		if rng.IntN(2) == 0 {
+			r.gen = histgen.New(rng, true)
+		}
 		ref[key] = r
 		series = append(series, r)
 	}
@@ -142,7 +180,7 @@ func testProperty(t *testing.T, db table.DB, prefix string, queries int) {
 			if rng.IntN(3) == 0 {
 				continue
 			}
-			var smps []Sample
+			in := SeriesIn{Labels: r.in}
 			seen := map[int64]bool{}
 			for range rng.IntN(40) {
 				ts := window[0] + rng.Int64N(window[1]-window[0])
@@ -153,12 +191,19 @@ func testProperty(t *testing.T, db table.DB, prefix string, queries int) {
 					continue // one sample per timestamp within a batch
 				}
 				seen[ts] = true
-				v := randValue(rng)
-				smps = append(smps, Sample{T: ts, V: math.Float64frombits(v)})
-				r.samples[ts] = v
+				if r.gen != nil && rng.IntN(2) == 0 {
+					g := r.gen.Next(ts)
+					hs := HistogramSample{T: ts, H: g.H, FH: g.FH}
+					in.Histograms = append(in.Histograms, hs)
+					r.samples[ts] = histPoint(hs)
+					continue
+				}
+				smp := Sample{T: ts, V: math.Float64frombits(randValue(rng))}
+				in.Samples = append(in.Samples, smp)
+				r.samples[ts] = floatPoint(smp)
 			}
-			if len(smps) > 0 { // the write path refuses series without samples
-				batch = append(batch, SeriesIn{Labels: r.in, Samples: smps})
+			if len(in.Samples)+len(in.Histograms) > 0 { // the write path refuses series without samples
+				batch = append(batch, in)
 			}
 		}
 		if err := s.Write(ctx, batch); err != nil {
@@ -178,8 +223,8 @@ func testProperty(t *testing.T, db table.DB, prefix string, queries int) {
 		end := start + rng.Int64N(3*hour)
 		seriesOnly := rng.IntN(5) == 0
 		q := Query{Start: start, End: end, Matchers: ms, SeriesOnly: seriesOnly}
-		want := reference(series, q)
-		if got := collectChunksString(t, s.SelectChunks(ctx, q), seriesOnly); got != want {
+		want := reference(series, q, false)
+		if got, want := maskHints(collectChunksString(t, s.SelectChunks(ctx, q), seriesOnly)), reference(series, q, true); got != want {
 			t.Fatalf("chunks of query %v [%d, %d] series-only %v:\ngot\n%s\nwant\n%s", ms, start, end, seriesOnly, got, want)
 		}
 		got := collect(t, s.Select(ctx, q))
@@ -190,7 +235,7 @@ func testProperty(t *testing.T, db table.DB, prefix string, queries int) {
 }
 
 // reference evaluates q on the reference series, in the format of collect.
-func reference(series []*refSeries, q Query) string {
+func reference(series []*refSeries, q Query, chunkView bool) string {
 	type out struct {
 		lset labels.Labels
 		ts   []int64
@@ -236,7 +281,12 @@ func reference(series []*refSeries, q Query) string {
 	for _, o := range res {
 		b.WriteString(o.lset.String())
 		for _, t := range o.ts {
-			fmt.Fprintf(&b, " %d:%x", t, o.r.samples[t])
+			p := o.r.samples[t]
+			if chunkView {
+				b.WriteString(" " + p.chunk)
+			} else {
+				b.WriteString(" " + p.exact)
+			}
 		}
 		b.WriteByte('\n')
 	}
@@ -244,19 +294,43 @@ func reference(series []*refSeries, q Query) string {
 }
 
 // compactRandomHours compacts about a third of the series-hours that hold
-// samples, from the reference (what the store holds).
+// samples, with the compactor's own row planner (without leases and marks).
 func compactRandomHours(t *testing.T, rng *rand.Rand, s *Store, series []*refSeries) {
 	for _, r := range series {
-		byHour := map[int64][]Sample{}
-		for ts, v := range r.samples {
-			byHour[ts/hour*hour] = append(byHour[ts/hour*hour], Sample{T: ts, V: math.Float64frombits(v)})
+		hours := map[int64]int64{}
+		for ts := range r.samples {
+			hours[ts/hour*hour] = ts
 		}
-		for _, smps := range byHour {
-			if rng.IntN(3) != 0 {
-				continue
+		for h, ts := range hours {
+			if rng.IntN(3) == 0 {
+				compactRowNow(t, s, seriesRowKey(t, s, r.in, ts), h)
 			}
-			slices.SortFunc(smps, compareSampleT)
-			compactHour(t, s, r.in, smps)
+		}
+	}
+}
+
+// compactRowNow compacts one hour row as a compactor pass would.
+func compactRowNow(t testing.TB, s *Store, key []byte, hourMillis int64) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := s.data.Get(ctx, FamilyData, [][]byte{key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p compactPlan
+	if err := p.addRow(key, hourMillis, rows[0].Cells); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.puts) > 0 {
+		if err := s.data.Put(ctx, p.puts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, del := range [][]table.Cell{p.delChunks, p.delRaw} {
+		if len(del) > 0 {
+			if err := s.data.DeleteVersions(ctx, del); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
@@ -268,7 +342,9 @@ func collectChunksString(t testing.TB, cs ChunkSeriesSet, seriesOnly bool) strin
 		if seriesOnly && len(o.chunks) > 0 {
 			t.Fatalf("series-only query returned chunks for %s", o.lset)
 		}
-		b.WriteString(o.lset + samplesString(o.samples) + "\n")
+		b.WriteString(o.lset)
+		writePoints(&b, o.samples, o.hists)
+		b.WriteByte('\n')
 	}
 	return b.String()
 }

@@ -10,8 +10,9 @@ import (
 // when Write returns it. It wraps ErrInvalidInput (the sender must not retry
 // the refused series: a retry cannot succeed) and the cause.
 type RefusedError struct {
-	// Series and Samples count what was refused; the rest was written.
-	Series, Samples int
+	// Series, Samples and Histograms count what was refused (series, float
+	// samples, histogram samples); the rest was written.
+	Series, Samples, Histograms int
 	// First describes the first refused series and why, e.g.
 	// `series {__name__="up", pod="x"}: label "pod": all 4-byte tagv UIDs are assigned`.
 	First string
@@ -19,7 +20,7 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("%d series (%d samples) refused, the rest written: %s", e.Series, e.Samples, e.First)
+	return fmt.Sprintf("%d series (%d samples, %d histograms) refused, the rest written: %s", e.Series, e.Samples, e.Histograms, e.First)
 }
 
 // Unwrap lets errors.Is find ErrInvalidInput and the cause.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/prom-hbase/prom-hbase/cellcodec"
 	"github.com/prom-hbase/prom-hbase/table"
 )
 
@@ -21,6 +22,14 @@ type rowDecoder struct {
 	pass   []chunkCell // chunks passed through, by time
 	loose  []Sample
 	it     chunkenc.Iterator
+
+	// A row holding histograms (raw or chunked) takes the general path
+	// (rowhist.go): its loose float and histogram samples are disjoint in
+	// time, each sorted.
+	hist   bool
+	rawP   []cellcodec.Point
+	points []cellcodec.Point
+	looseH []HistogramSample
 }
 
 // decode splits row, whose hour starts at hourMillis, for the range
@@ -28,6 +37,8 @@ type rowDecoder struct {
 // read). The results are valid until the next call.
 func (d *rowDecoder) decode(hourMillis int64, cells []table.Cell, mint, maxt int64, passThrough bool) error {
 	d.raw, d.chunks, d.pass, d.loose = d.raw[:0], d.chunks[:0], d.pass[:0], d.loose[:0]
+	clear(d.looseH)
+	d.looseH, d.hist = d.looseH[:0], false
 	rawSorted := true
 	for i := range cells {
 		c := &cells[i]
@@ -38,7 +49,12 @@ func (d *rowDecoder) decode(hourMillis int64, cells []table.Cell, mint, maxt int
 			}
 			if cc.MaxT >= mint && cc.MinT <= maxt {
 				d.chunks = append(d.chunks, cc)
+				d.hist = d.hist || cc.Encoding != chunkenc.EncXOR
 			}
+			continue
+		}
+		if isHistogramCell(c) {
+			d.hist = true
 			continue
 		}
 		s, err := decodeRawCell(hourMillis, c)
@@ -58,7 +74,10 @@ func (d *rowDecoder) decode(hourMillis int64, cells []table.Cell, mint, maxt int
 		slices.SortStableFunc(d.raw, compareSampleT)
 		d.raw = slices.CompactFunc(d.raw, sameSampleT)
 	}
-	slices.SortFunc(d.chunks, func(a, b chunkCell) int { return compareInt64(a.MinT, b.MinT) })
+	slices.SortStableFunc(d.chunks, func(a, b chunkCell) int { return compareInt64(a.MinT, b.MinT) })
+	if d.hist {
+		return d.decodeHist(hourMillis, cells, mint, maxt, passThrough)
+	}
 	d.loose = append(d.loose, d.raw...)
 	for i, c := range d.chunks {
 		if passThrough && d.passable(i, mint, maxt) {
@@ -79,12 +98,12 @@ func (d *rowDecoder) decode(hourMillis int64, cells []table.Cell, mint, maxt int
 	return nil
 }
 
-// passable reports whether the i-th chunk can go out untouched: an XOR chunk
+// passable reports whether the i-th chunk can go out untouched: a chunk
 // wholly inside the range that no raw sample and no other chunk of the row
 // overlaps.
 func (d *rowDecoder) passable(i int, mint, maxt int64) bool {
 	c := d.chunks[i]
-	if c.Encoding != chunkenc.EncXOR || c.MinT < mint || c.MaxT > maxt || c.NumSamples() == 0 {
+	if c.MinT < mint || c.MaxT > maxt || c.NumSamples() == 0 {
 		return false
 	}
 	if i > 0 && d.chunks[i-1].MaxT >= c.MinT {

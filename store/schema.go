@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 
 	"github.com/prom-hbase/prom-hbase/cellcodec"
@@ -33,7 +34,7 @@ func schemaOf(l rowkey.Layout) []setting {
 		{"uid.width.tagk", l.TagKWidth},
 		{"uid.width.tagv", l.TagVWidth},
 		{"salt.buckets", buckets},
-		{"layout.version", cellcodec.LayoutVersion},
+		{layoutSetting, cellcodec.LayoutVersion},
 	}
 }
 
@@ -67,13 +68,16 @@ func checkSchema(ctx context.Context, uid table.Table, want []setting) error {
 	if _, err := uid.CheckAndPut(ctx, schemaRow, labels2uid.FamilyID, check, nil, cells); err != nil {
 		return fmt.Errorf("write schema row: %w", err)
 	}
-	rows, err := uid.Get(ctx, labels2uid.FamilyID, [][]byte{schemaRow})
+	got, err := readSchema(ctx, uid)
 	if err != nil {
-		return fmt.Errorf("read schema row: %w", err)
+		return err
 	}
-	got := map[string][]byte{}
-	for _, c := range rows[0].Cells {
-		got[string(c.Qualifier)] = c.Value
+	if upgraded, err := upgradeLayout(ctx, uid, got); err != nil {
+		return err
+	} else if upgraded {
+		if got, err = readSchema(ctx, uid); err != nil {
+			return err
+		}
 	}
 	for _, s := range want {
 		v, ok := got[s.name]
@@ -89,4 +93,45 @@ func checkSchema(ctx context.Context, uid table.Table, want []setting) error {
 		}
 	}
 	return nil
+}
+
+func readSchema(ctx context.Context, uid table.Table) (map[string][]byte, error) {
+	rows, err := uid.Get(ctx, labels2uid.FamilyID, [][]byte{schemaRow})
+	if err != nil {
+		return nil, fmt.Errorf("read schema row: %w", err)
+	}
+	got := map[string][]byte{}
+	for _, c := range rows[0].Cells {
+		got[string(c.Qualifier)] = c.Value
+	}
+	return got, nil
+}
+
+// layoutSetting is the schema row's cell of the cell layout version.
+const layoutSetting = "layout.version"
+
+// upgradeLayout moves tables recorded with the previous cell layout to this
+// one: this layout reads the old cells as they are, and once the version
+// is moved, an adapter of the old layout refuses the tables instead of
+// misreading the new cells. The move is a check-and-put from the old value,
+// so that concurrent adapters upgrade once; it reports whether the row
+// changed (by this adapter or another).
+func upgradeLayout(ctx context.Context, uid table.Table, got map[string][]byte) (bool, error) {
+	old := []byte(strconv.Itoa(cellcodec.PreviousLayoutVersion))
+	if string(got[layoutSetting]) != string(old) {
+		return false, nil
+	}
+	put := []table.Cell{{
+		Row: schemaRow, Family: labels2uid.FamilyID, Qualifier: []byte(layoutSetting),
+		Timestamp: table.LatestTimestamp, Value: []byte(strconv.Itoa(cellcodec.LayoutVersion)),
+	}}
+	ok, err := uid.CheckAndPut(ctx, schemaRow, labels2uid.FamilyID, []byte(layoutSetting), old, put)
+	if err != nil {
+		return false, fmt.Errorf("upgrade cell layout version %d to %d: %w", cellcodec.PreviousLayoutVersion, cellcodec.LayoutVersion, err)
+	}
+	if ok {
+		slog.Info("upgraded the tables' cell layout version; adapters of the old version now refuse them",
+			"from", cellcodec.PreviousLayoutVersion, "to", cellcodec.LayoutVersion)
+	}
+	return true, nil
 }

@@ -35,6 +35,7 @@ type seriesSet struct {
 	c       *cursor
 	dec     rowDecoder
 	samples []Sample
+	hists   []HistogramSample
 	cur     Series
 	err     error
 }
@@ -48,6 +49,8 @@ func (ss *seriesSet) Next() bool {
 			return true
 		}
 		ss.samples = ss.samples[:0]
+		clear(ss.hists)
+		ss.hists = ss.hists[:0]
 		for {
 			hour, cells, ok := c.nextRow()
 			if !ok {
@@ -58,9 +61,16 @@ func (ss *seriesSet) Next() bool {
 				return false
 			}
 			ss.samples = append(ss.samples, ss.dec.loose...)
+			ss.hists = append(ss.hists, ss.dec.looseH...)
 		}
-		if len(ss.samples) > 0 {
-			ss.cur = Series{Labels: sr.lset, Samples: ss.samples[:len(ss.samples):len(ss.samples)]}
+		if len(ss.samples) > 0 || len(ss.hists) > 0 {
+			ss.cur = Series{Labels: sr.lset}
+			if len(ss.samples) > 0 {
+				ss.cur.Samples = ss.samples[:len(ss.samples):len(ss.samples)]
+			}
+			if len(ss.hists) > 0 {
+				ss.cur.Histograms = ss.hists[:len(ss.hists):len(ss.hists)]
+			}
 			return true
 		}
 	}
@@ -78,7 +88,7 @@ func (ss *seriesSet) Err() error {
 
 func (ss *seriesSet) Close() {
 	ss.c.close()
-	ss.samples = nil
+	ss.samples, ss.hists = nil, nil
 }
 
 // chunkSeriesSet assembles each series' rows into chunks.

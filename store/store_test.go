@@ -85,9 +85,7 @@ func collect(t testing.TB, ss SeriesSet) string {
 	for ss.Next() {
 		s := ss.At()
 		b.WriteString(s.Labels.String())
-		for _, smp := range s.Samples {
-			fmt.Fprintf(&b, " %d:%x", smp.T, math.Float64bits(smp.V))
-		}
+		writePoints(&b, s.Samples, s.Histograms)
 		b.WriteByte('\n')
 	}
 	if err := ss.Err(); err != nil {

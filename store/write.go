@@ -39,9 +39,11 @@ type fill struct {
 	label  int // in its labels
 }
 
+// cellRef is one cell in writer.buf: its row key is buf[row:rowEnd], its
+// qualifier the RawQualifierLen bytes at q, its value from there to end.
 type cellRef struct {
-	row, rowEnd, q uint32
-	t              int64
+	row, rowEnd, q, end uint32
+	t                   int64
 }
 
 func (w *writer) reset() {
@@ -90,12 +92,13 @@ func (s *Store) Write(ctx context.Context, batch []SeriesIn) error {
 	w.cells = w.cells[:len(w.refs)]
 	buf := w.buf
 	for i, r := range w.refs {
+		v := r.q + cellcodec.RawQualifierLen
 		w.cells[i] = table.Cell{
 			Row:       buf[r.row:r.rowEnd:r.rowEnd],
 			Family:    FamilyData,
-			Qualifier: buf[r.q : r.q+cellcodec.RawQualifierLen : r.q+cellcodec.RawQualifierLen],
+			Qualifier: buf[r.q:v:v],
 			Timestamp: r.t,
-			Value:     buf[r.q+cellcodec.RawQualifierLen : r.q+cellcodec.RawQualifierLen+cellcodec.RawValueLen : r.q+cellcodec.RawQualifierLen+cellcodec.RawValueLen],
+			Value:     buf[v:r.end:r.end],
 		}
 	}
 	// The compactor's to-do marks go first (compact_todo.go).
@@ -179,6 +182,7 @@ func (s *Store) refusedError(w *writer, batch []SeriesIn) error {
 		if r {
 			e.Series++
 			e.Samples += len(batch[i].Samples)
+			e.Histograms += len(batch[i].Histograms)
 		}
 	}
 	for _, f := range w.fills {
@@ -222,32 +226,51 @@ func (s *Store) appendCells(w *writer, in *SeriesIn, pos int) int {
 		w.tags = append(w.tags, rowkey.TagPair{K: w.uids[pos], V: w.uids[pos+1]})
 		pos += 2
 	}
-	if len(in.Samples) == 0 {
+	if len(in.Samples) == 0 && len(in.Histograms) == 0 {
 		return pos
 	}
 	rowkey.SortTags(w.tags)
 	w.sid = s.layout.AppendSeriesID(w.sid[:0], metric, w.tags)
-	var (
-		curHour          uint32
-		rowStart, rowEnd uint32
-		haveRow          bool
-	)
+	var r rowCursor
 	for _, smp := range in.Samples {
-		hour, off, _ := rowkey.BaseHour(smp.T) // validated
-		if !haveRow || hour != curHour {
-			// Samples out of order across an hour boundary repeat the row
-			// key; the backend merges them into one row.
-			rowStart = uint32(len(w.buf))
-			w.buf = s.layout.AppendRowKey(w.buf, w.sid, hour)
-			rowEnd = uint32(len(w.buf))
-			curHour, haveRow = hour, true
-		}
-		q := uint32(len(w.buf))
-		w.buf = cellcodec.AppendRawQualifier(w.buf, off)
+		off := r.cell(w, s, smp.T)
 		w.buf = cellcodec.AppendRawValue(w.buf, smp.V)
-		w.refs = append(w.refs, cellRef{row: rowStart, rowEnd: rowEnd, q: q, t: smp.T})
+		w.refs = append(w.refs, cellRef{row: r.start, rowEnd: r.end, q: off, end: uint32(len(w.buf)), t: smp.T})
+	}
+	for _, hs := range in.Histograms {
+		off := r.cell(w, s, hs.T)
+		if hs.H != nil {
+			w.buf = cellcodec.AppendHistogramValue(w.buf, hs.H)
+		} else {
+			w.buf = cellcodec.AppendFloatHistogramValue(w.buf, hs.FH)
+		}
+		w.refs = append(w.refs, cellRef{row: r.start, rowEnd: r.end, q: off, end: uint32(len(w.buf)), t: hs.T})
 	}
 	return pos
+}
+
+// rowCursor is the row key of the cells being appended for one series.
+type rowCursor struct {
+	hour       uint32
+	start, end uint32
+	ok         bool
+}
+
+// cell appends, after the row key if the hour changed, the raw qualifier of
+// a sample at t, and returns where the qualifier starts.
+func (r *rowCursor) cell(w *writer, s *Store, t int64) uint32 {
+	hour, off, _ := rowkey.BaseHour(t) // validated
+	if !r.ok || hour != r.hour {
+		// Samples out of order across an hour boundary repeat the row
+		// key; the backend merges them into one row.
+		r.start = uint32(len(w.buf))
+		w.buf = s.layout.AppendRowKey(w.buf, w.sid, hour)
+		r.end = uint32(len(w.buf))
+		r.hour, r.ok = hour, true
+	}
+	q := uint32(len(w.buf))
+	w.buf = cellcodec.AppendRawQualifier(w.buf, off)
+	return q
 }
 
 // validate checks one series against the shared series rules (seriesrules:
@@ -255,12 +278,17 @@ func (s *Store) appendCells(w *writer, in *SeriesIn, pos int) int {
 // timestamps fit the row key. The error names the series and the rule.
 func (s *Store) validate(in *SeriesIn) error {
 	lim := seriesrules.Limits{MaxLabels: s.cfg.MaxLabels, MaxLabelNameLength: s.cfg.MaxLabelNameLength, MaxLabelValueLength: s.cfg.MaxLabelValueLength}
-	if v := seriesrules.CheckSeries(in.Labels, len(in.Samples), 0, lim); v != nil {
+	if v := seriesrules.CheckSeries(in.Labels, len(in.Samples), len(in.Histograms), lim); v != nil {
 		return invalid(in.Labels, v.Rule)
 	}
 	for _, smp := range in.Samples {
 		if _, _, err := rowkey.BaseHour(smp.T); err != nil {
 			return invalid(in.Labels, fmt.Sprintf("sample timestamp %d outside what the store can hold (1970 to 2106)", smp.T))
+		}
+	}
+	for i := range in.Histograms {
+		if err := validateHistogram(in.Histograms[i]); err != nil {
+			return invalid(in.Labels, fmt.Sprintf("histogram sample %d: %v", i, err))
 		}
 	}
 	return nil

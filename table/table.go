@@ -125,6 +125,21 @@ type Table interface {
 	DeleteVersions(ctx context.Context, cells []Cell) error
 }
 
+// RowRangeDeleter is a Table that can remove every cell of ranges of rows
+// at a cost independent of how many cells they hold (Pebble: a range
+// deletion each). Wrappers implement it by forwarding, and answer
+// errors.ErrUnsupported when the table they wrap does not (HBase, where
+// the families' TTL does this work in major compactions).
+type RowRangeDeleter interface {
+	// DeleteRows removes every cell, in every family, of the rows in each
+	// range [Start, Stop) (a nil Stop: to the end of the table), expired or
+	// not. A range that holds nothing costs a seek and leaves no trace.
+	DeleteRows(ctx context.Context, ranges []RowRange) error
+}
+
+// RowRange is a range of row keys: Start inclusive, Stop exclusive.
+type RowRange struct{ Start, Stop []byte }
+
 // CondPut is one conditional write of CheckAndPutBatch: Put (cells of Row)
 // is written only if the cell (Row, Family, Qualifier) holds Expected, or is
 // absent when Expected is nil.

@@ -40,6 +40,25 @@ import (
 	"github.com/prom-hbase/prom-hbase/table/tablemetrics"
 )
 
+// retentionEvery is how often the embedded store deletes the hours past the
+// retention: rows are hours, so a pass an hour keeps at most two hours of
+// expired samples stored (reads never see them).
+const retentionEvery = time.Hour
+
+// startRetention runs the store's retention passes until the returned stop
+// is called. On the embedded store they delete whole expired hours by
+// range, and the Pebble sweep then leaves the data table alone; on HBase,
+// whose TTL does this, RunRetention returns at once.
+func startRetention(ctx context.Context, st *store.Store) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		st.RunRetention(ctx, retentionEvery)
+	}()
+	return func() { cancel(); <-done }
+}
+
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
@@ -224,6 +243,7 @@ func serve(cfg *config, logger *slog.Logger) error {
 		return err
 	}
 	defer stopCompactor()
+	defer startRetention(ctx, st)()
 
 	m := remote.NewMetrics(reg)
 	mux := http.NewServeMux()

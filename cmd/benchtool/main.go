@@ -19,6 +19,9 @@
 //	promblock     write the same data set into a Prometheus TSDB block
 //	read          read everything back (remote read or OpenTSDB /api/query)
 //	ingest        ingest until durable, with CPU-seconds of the named processes
+//	histload      write the histogram data set (native histograms)
+//	histblock     write the same histograms into a Prometheus TSDB block
+//	histread      read the histogram data set back and check every histogram
 //	report        the Markdown tables of one run, with ratios
 package main
 
@@ -44,6 +47,9 @@ var subcommands = map[string]subcommand{
 	"promblock":    {"write the data set into a Prometheus TSDB block and print its bytes", runPromBlock},
 	"read":         {"read the data set back from a target", runRead},
 	"ingest":       {"ingest until durable and report samples/s and CPU-seconds", runIngest},
+	"histload":     {"write the native-histogram data set into a target", runHistLoad},
+	"histblock":    {"write the histogram data set into a Prometheus TSDB block and print its bytes", runHistBlock},
+	"histread":     {"read the histogram data set back and check every histogram", runHistRead},
 	"report":       {"turn a run's figures into the Markdown tables of BENCHMARKS.md", runReport},
 }
 

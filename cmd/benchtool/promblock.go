@@ -58,8 +58,21 @@ func runPromBlock(args []string) error {
 	if err != nil {
 		return fmt.Errorf("writing block: %w", err)
 	}
+	sizes, err := blockSizes(path)
+	if err != nil {
+		return err
+	}
+	n := float64(d.series * d.rounds)
+	fmt.Printf("target=prometheus-block samples=%.0f block_bytes=%d chunks_bytes=%d index_bytes=%d bytes_per_sample=%.3f chunks_bytes_per_sample=%.3f\n",
+		n, sizes["total"], sizes["chunks"], sizes["index"], float64(sizes["total"])/n, float64(sizes["chunks"])/n)
+	return nil
+}
+
+// blockSizes returns the bytes of a block directory: "chunks", "index",
+// "other" and their "total".
+func blockSizes(path string) (map[string]int64, error) {
 	sizes := map[string]int64{}
-	err = filepath.WalkDir(path, func(p string, e fs.DirEntry, err error) error {
+	err := filepath.WalkDir(path, func(p string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
 			return err
 		}
@@ -79,13 +92,7 @@ func runPromBlock(args []string) error {
 		sizes["total"] += fi.Size()
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	n := float64(d.series * d.rounds)
-	fmt.Printf("target=prometheus-block samples=%.0f block_bytes=%d chunks_bytes=%d index_bytes=%d bytes_per_sample=%.3f chunks_bytes_per_sample=%.3f\n",
-		n, sizes["total"], sizes["chunks"], sizes["index"], float64(sizes["total"])/n, float64(sizes["chunks"])/n)
-	return nil
+	return sizes, err
 }
 
 // fsample is a float sample for storage.NewListSeries.

@@ -71,9 +71,10 @@ func parseRecords(in io.Reader) (records, error) {
 func runReport(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ExitOnError)
 	samples := fs.Float64("samples", 0, "samples of the disk-usage data set")
+	only := fs.String("only", "", "print only this table: histograms")
 	_ = fs.Parse(args)
-	if fs.NArg() != 1 || *samples == 0 {
-		return errors.New("usage: benchtool report -samples N RESULTS_FILE")
+	if fs.NArg() != 1 || (*samples == 0 && *only == "") {
+		return errors.New("usage: benchtool report [-samples N | -only histograms] RESULTS_FILE")
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
@@ -84,10 +85,13 @@ func runReport(args []string) error {
 	if err != nil {
 		return err
 	}
-	reportCold(rs)
-	reportBytes(rs, *samples)
-	reportRead(rs)
-	reportIngest(rs)
+	if *only != "histograms" {
+		reportCold(rs)
+		reportBytes(rs, *samples)
+		reportRead(rs)
+		reportIngest(rs)
+	}
+	reportHistBytes(rs)
 	return nil
 }
 

@@ -48,7 +48,7 @@ func (b *Multi) action(index uint32) *pb.Action {
 
 // mutationProto is Mutation.Proto without allocations of its own.
 func (b *Multi) mutationProto(m *Mutation) *pb.MutationProto {
-	if m.Nonce != 0 || int(m.Type) >= len(mutationTypes) || len(m.Cells) >= len(cellCounts) {
+	if m.Nonce != 0 || m.Durability != pb.MutationProto_USE_DEFAULT || int(m.Type) >= len(mutationTypes) || len(m.Cells) >= len(cellCounts) {
 		return m.Proto()
 	}
 	if len(b.mutations) == cap(b.mutations) {

@@ -34,6 +34,9 @@ type Mutation struct {
 	// Nonce, when not zero, lets the server recognise a retried
 	// increment or append and apply it once.
 	Nonce uint64
+	// Durability, when not USE_DEFAULT, overrides the table's WAL
+	// durability for this mutation.
+	Durability pb.MutationProto_Durability
 }
 
 // Check validates the row and families against the KeyValue format.
@@ -61,6 +64,9 @@ func (m *Mutation) Proto() *pb.MutationProto {
 	}
 	if m.Nonce != 0 {
 		p.Nonce = proto.Uint64(m.Nonce)
+	}
+	if m.Durability != pb.MutationProto_USE_DEFAULT {
+		p.Durability = m.Durability.Enum()
 	}
 	return p
 }

@@ -117,13 +117,14 @@ func (db *DB) sweepDue(ctx context.Context, every time.Duration) (SweepStats, er
 	return total, nil
 }
 
-// sweepable returns the tables with a TTL on any family.
+// sweepable returns the tables with a TTL on any family, but for those
+// whose owner deletes their old rows itself (DeleteRows).
 func (db *DB) sweepable() []*tbl {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	var tables []*tbl
 	for _, t := range db.tables {
-		if t.minTTL() > 0 {
+		if t.minTTL() > 0 && !t.ownerSweeps.Load() {
 			tables = append(tables, t)
 		}
 	}

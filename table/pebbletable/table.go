@@ -29,6 +29,9 @@ type tbl struct {
 	// lastSweep is when the background sweeper last began a pass over the
 	// table, on the DB's clock; guarded by db.sweepMu.
 	lastSweep time.Time
+	// ownerSweeps is set once the table's owner deletes rows by range
+	// (DeleteRows): its retention is then the owner's, not the sweep's.
+	ownerSweeps atomic.Bool
 }
 
 var _ table.Table = (*tbl)(nil)

@@ -116,6 +116,16 @@ func (t *Table) DeleteVersions(ctx context.Context, cells []table.Cell) error {
 	return t.call("delete versions", func() error { return t.Table.DeleteVersions(ctx, cells) })
 }
 
+// DeleteRows forwards to a table.RowRangeDeleter (with faults);
+// errors.ErrUnsupported otherwise.
+func (t *Table) DeleteRows(ctx context.Context, ranges []table.RowRange) error {
+	d, ok := t.Table.(table.RowRangeDeleter)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	return t.call("delete rows", func() error { return d.DeleteRows(ctx, ranges) })
+}
+
 func (t *Table) Get(ctx context.Context, family string, keys [][]byte) ([]table.Row, error) {
 	var rows []table.Row
 	err := t.call("get", func() (err error) { rows, err = t.Table.Get(ctx, family, keys); return err })

@@ -5,6 +5,7 @@ package tablemetrics
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -99,7 +100,7 @@ func (o op) observe(start time.Time, err error) {
 type instrumentedTable struct {
 	t                                           table.Table
 	put, del, get, scan, increment, checkAndPut op
-	checkAndPutBatch, deleteVersions            op
+	checkAndPutBatch, deleteVersions, delRows   op
 }
 
 func newTable(t table.Table, name string, m *Metrics) *instrumentedTable {
@@ -114,6 +115,7 @@ func newTable(t table.Table, name string, m *Metrics) *instrumentedTable {
 
 		checkAndPutBatch: m.op("check_and_put_batch", name),
 		deleteVersions:   m.op("delete_versions", name),
+		delRows:          m.op("delete_rows", name),
 	}
 }
 
@@ -163,6 +165,19 @@ func (t *instrumentedTable) DeleteVersions(ctx context.Context, cells []table.Ce
 	start := time.Now()
 	err := t.t.DeleteVersions(ctx, cells)
 	t.deleteVersions.observe(start, err)
+	return err
+}
+
+// DeleteRows forwards to a table.RowRangeDeleter; errors.ErrUnsupported
+// otherwise.
+func (t *instrumentedTable) DeleteRows(ctx context.Context, ranges []table.RowRange) error {
+	d, ok := t.t.(table.RowRangeDeleter)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	begin := time.Now()
+	err := d.DeleteRows(ctx, ranges)
+	t.delRows.observe(begin, err)
 	return err
 }
 

@@ -1,0 +1,131 @@
+package hbase
+
+import (
+	"slices"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
+	"github.com/prom-hbase/prom-hbase/hbase/pb"
+)
+
+// condBatchOps is what CheckAndPutBatch asks of a batch, for n puts of row
+// rows[i], recording outcomes in written.
+func condBatchOps(t *testing.T, rows []string, written []bool) *batchOps {
+	t.Helper()
+	puts := make([]CondPut, len(rows))
+	conds := make([]*pb.Condition, len(rows))
+	for i, row := range rows {
+		puts[i] = CondPut{Put: &hrpc.Mutation{Type: hrpc.MutationPut, Row: []byte(row), Cells: []hrpc.MutationCell{{
+			Family: []byte("f"), Qualifier: []byte("q"), Timestamp: hrpc.LatestTimestamp, Type: hrpc.TypePut, Value: []byte("v")}}},
+			Family: []byte("f"), Qualifier: []byte("q")}
+		var err error
+		if conds[i], err = hrpc.ValueCondition(puts[i].Put.Row, puts[i].Family, puts[i].Qualifier, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &batchOps{
+		n:   len(rows),
+		row: func(i int) []byte { return puts[i].Put.Row },
+		add: func(b *hrpc.Multi, region []byte, i int) int {
+			put := *puts[i].Put
+			put.Durability = pb.MutationProto_ASYNC_WAL
+			b.AddCondMutation(region, uint32(i), &put, conds[i])
+			return 1
+		},
+		barrier:     func(b *hrpc.Multi, region []byte, i int) { addBarrier(b, region, puts[i].Family, puts[i].Put.Row) },
+		onProcessed: func(i int, processed bool) { written[i] = processed },
+	}
+}
+
+// TestChunksEndEachRunWithABarrier checks the shape of a conditional
+// batch's Multi: each region's conditional puts go ASYNC_WAL, and the run
+// ends with an unconditional mutation of the table's durability in a row
+// of the run, so that its WAL sync covers the run.
+func TestChunksEndEachRunWithABarrier(t *testing.T) {
+	c := New(Config{ZooKeeper: "127.0.0.1:1"})
+	defer c.Close()
+	r1 := &RegionInfo{Table: "t", Name: []byte("t,,1.a"), Addr: "rs1:16020"}
+	r2 := &RegionInfo{Table: "t", Name: []byte("t,m,1.b"), Start: []byte("m"), Addr: "rs1:16020"}
+	r3 := &RegionInfo{Table: "t", Name: []byte("t,t,1.c"), Start: []byte("t"), Addr: "rs2:16020"}
+	rows := []string{"a", "b", "c", "n", "o", "u"}
+	ops := condBatchOps(t, rows, make([]bool, len(rows)))
+	chunks := c.chunks(map[*RegionInfo][]int{r1: {0, 1, 2}, r2: {3, 4}, r3: {5}}, ops)
+	if len(chunks) != 2 {
+		t.Fatalf("%d chunks, want one per server", len(chunks))
+	}
+	type action struct {
+		region, row string
+		cond        bool
+		durability  pb.MutationProto_Durability
+	}
+	var got []action
+	for _, ch := range chunks {
+		req := ch.multi.Call(0).Request.(*pb.MultiRequest)
+		if len(req.RegionAction) != len(ch.regions) {
+			t.Fatalf("chunk of %s: %d region actions, the chunk mirrors %d", ch.addr, len(req.RegionAction), len(ch.regions))
+		}
+		for _, ra := range req.RegionAction {
+			m := ra.Action[0].Mutation
+			got = append(got, action{string(ra.Region.Value), string(m.Row), ra.Condition != nil, m.GetDurability()})
+		}
+	}
+	const async, def = pb.MutationProto_ASYNC_WAL, pb.MutationProto_USE_DEFAULT
+	want := []action{
+		{"t,,1.a", "a", true, async}, {"t,,1.a", "b", true, async}, {"t,,1.a", "c", true, async}, {"t,,1.a", "c", false, def},
+		{"t,m,1.b", "n", true, async}, {"t,m,1.b", "o", true, async}, {"t,m,1.b", "o", false, def},
+		{"t,t,1.c", "u", true, async}, {"t,t,1.c", "u", false, def},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("region actions\n got %v\nwant %v", got, want)
+	}
+	if b := chunks[0].barriers; !slices.Equal(b[3], []int{0, 1, 2}) || !slices.Equal(b[6], []int{4, 5}) || len(b) != 2 {
+		t.Errorf("barriers of the first chunk: %v", b)
+	}
+}
+
+// TestFailedBarrierRetriesItsRun checks that when a region's barrier fails,
+// every action of its run is retried, those answered "written" and "not
+// written" alike (neither outcome may be durable), while another region's
+// run, whose barrier succeeded, keeps its outcomes.
+func TestFailedBarrierRetriesItsRun(t *testing.T) {
+	c := New(Config{ZooKeeper: "127.0.0.1:1"})
+	defer c.Close()
+	r1 := &RegionInfo{Table: "t", Name: []byte("t,,1.a"), Addr: "rs1:16020"}
+	r2 := &RegionInfo{Table: "t", Name: []byte("t,m,1.b"), Start: []byte("m"), Addr: "rs1:16020"}
+	rows := []string{"a", "b", "n", "o"}
+	written := make([]bool, len(rows))
+	ops := condBatchOps(t, rows, written)
+	chunks := c.chunks(map[*RegionInfo][]int{r1: {0, 1}, r2: {2, 3}}, ops)
+	cond := func(processed bool) *pb.RegionActionResult {
+		return &pb.RegionActionResult{ResultOrException: []*pb.ResultOrException{{Index: proto.Uint32(0)}}, Processed: proto.Bool(processed)}
+	}
+	ok := &pb.RegionActionResult{ResultOrException: []*pb.ResultOrException{{Index: proto.Uint32(barrierIndex), Result: &pb.Result{}}}}
+	failed := &pb.RegionActionResult{Exception: &pb.NameBytesPair{Name: proto.String("java.io.IOException"), Value: []byte("WAL sync failed")}}
+	results := []*pb.RegionActionResult{cond(true), cond(false), failed, cond(true), cond(false), ok}
+	errs := make([]error, len(rows))
+	retry, err := c.chunkResults(chunks[0], results, nil, errs, ops)
+	if err == nil {
+		t.Error("a failed barrier reported no error")
+	}
+	slices.Sort(retry)
+	if !slices.Equal(retry, []int{0, 1}) {
+		t.Errorf("retry %v, want the failed barrier's run [0 1]", retry)
+	}
+	if !written[2] || written[3] {
+		t.Errorf("outcomes of the run whose barrier held: %v", written[2:])
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("action %d failed for good: %v", i, err)
+		}
+	}
+	// No answer at all to a barrier is a failure too.
+	results = []*pb.RegionActionResult{cond(true), cond(false), ok, cond(true), cond(false)}
+	retry, _ = c.chunkResults(chunks[0], results, nil, make([]error, len(rows)), ops)
+	slices.Sort(retry)
+	if !slices.Equal(retry, []int{2, 3}) {
+		t.Errorf("barrier without an answer: retry %v, want [2 3]", retry)
+	}
+}

@@ -1,0 +1,89 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/prom-hbase/prom-hbase/cellcodec"
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// addFloatRun plans the XOR chunks of a run of float samples of one row:
+// cellcodec.ChunkCount chunks of near-equal counts.
+func (p *compactPlan) addFloatRun(key []byte, hourMillis int64, pts []cellcodec.Point) error {
+	p.samples = p.samples[:0]
+	for _, pt := range pts {
+		p.samples = append(p.samples, Sample{T: pt.T, V: pt.V})
+	}
+	n := cellcodec.ChunkCount(len(p.samples))
+	for k := range n {
+		part := p.samples[len(p.samples)*k/n : len(p.samples)*(k+1)/n]
+		v, err := cellcodec.AppendChunkValue(nil, part)
+		if err != nil {
+			return fmt.Errorf("encode chunk: %w", err)
+		}
+		p.putChunk(key, hourMillis, chunkenc.EncXOR, part[0].T, part[len(part)-1].T, v)
+	}
+	return nil
+}
+
+// addHistogramRun plans the histogram chunks of a run of histogram samples
+// (integer and float mixed) of one row, each bit-exact (see
+// cellcodec.NextHistogramChunk); a sample that no chunk gives back exactly
+// goes to p.keep.
+func (p *compactPlan) addHistogramRun(key []byte, hourMillis int64, pts []cellcodec.Point) {
+	clear(p.hists)
+	p.hists = p.hists[:0]
+	for _, pt := range pts {
+		p.hists = append(p.hists, pt.Histogram())
+	}
+	for hs := p.hists; len(hs) > 0; {
+		enc, chunk, hints, n := cellcodec.NextHistogramChunk(hs)
+		if n == 0 {
+			p.keep = append(p.keep, cellcodec.Point{T: hs[0].T, H: hs[0].H, FH: hs[0].FH})
+			hs = hs[1:]
+			continue
+		}
+		p.putChunk(key, hourMillis, enc, hs[0].T, hs[n-1].T, cellcodec.AppendHistogramChunkValue(nil, chunk, hints))
+		hs = hs[n:]
+	}
+}
+
+func (p *compactPlan) putChunk(key []byte, hourMillis int64, enc chunkenc.Encoding, mint, maxt int64, v []byte) {
+	q := cellcodec.AppendChunkQualifier(nil, enc, uint32(mint-hourMillis), uint32(maxt-hourMillis))
+	p.puts = append(p.puts, table.Cell{Row: key, Family: FamilyData, Qualifier: q, Timestamp: maxt, Value: v})
+	p.bytes += len(q) + len(v)
+}
+
+// kept reports whether a raw cell's qualifier is the time of a sample in
+// p.keep, and which.
+func (p *compactPlan) kept(hourMillis int64, q []byte) (int, bool) {
+	if len(p.keep) == 0 || len(q) != cellcodec.RawQualifierLen {
+		return 0, false
+	}
+	t := hourMillis + int64(binary.BigEndian.Uint32(q))
+	return slices.BinarySearchFunc(p.keep, t, func(pt cellcodec.Point, t int64) int { return compareInt64(pt.T, t) })
+}
+
+// putKeptFromChunks plans raw cells for the kept samples that came from an
+// old chunk (which goes): they stay, as raw cells written as the write path
+// writes them.
+func (p *compactPlan) putKeptFromChunks(key []byte, hourMillis int64) {
+	for i, pt := range p.keep {
+		if p.keptRaw[i] {
+			continue
+		}
+		q := cellcodec.AppendRawQualifier(nil, uint32(pt.T-hourMillis))
+		var v []byte
+		if pt.H != nil {
+			v = cellcodec.AppendHistogramValue(nil, pt.H)
+		} else {
+			v = cellcodec.AppendFloatHistogramValue(nil, pt.FH)
+		}
+		p.puts = append(p.puts, table.Cell{Row: key, Family: FamilyData, Qualifier: q, Timestamp: pt.T, Value: v})
+		p.bytes += len(q) + len(v)
+	}
+}

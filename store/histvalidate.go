@@ -1,0 +1,28 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prom-hbase/prom-hbase/cellcodec"
+	"github.com/prom-hbase/prom-hbase/rowkey"
+	"github.com/prom-hbase/prom-hbase/seriesrules"
+)
+
+// validateHistogram checks one histogram sample: its time fits the row key,
+// and it passes the shared histogram rule (seriesrules.CheckHistogram: one
+// of H and FH, histogram.Validate, a known hint). A staleness marker is
+// stored as it came, whatever its counts: only the shape the cell codec
+// and chunk appenders rely on is checked (schema, spans against buckets).
+func validateHistogram(hs HistogramSample) error {
+	if _, _, err := rowkey.BaseHour(hs.T); err != nil {
+		return fmt.Errorf("timestamp %d outside what the store can hold (1970 to 2106)", hs.T)
+	}
+	if hs.IsStaleMarker() && (hs.H == nil) != (hs.FH == nil) {
+		return cellcodec.CheckHistogramShape(hs.H, hs.FH)
+	}
+	if v := seriesrules.CheckHistogram(hs.H, hs.FH); v != nil {
+		return errors.New(v.Rule)
+	}
+	return cellcodec.CheckHistogramShape(hs.H, hs.FH)
+}

@@ -1,0 +1,91 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/prom-hbase/prom-hbase/cellcodec"
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// decodeHist is decode for a row holding histograms: raw cells of either
+// kind and chunks of any encoding merge into one time line (a raw cell
+// winning over a chunk sample of the same time, the first chunk among
+// chunks), then split into loose floats and loose histograms. d.chunks is
+// sorted already; d.raw ends up holding the raw cells' times, which is all
+// passable needs of them.
+func (d *rowDecoder) decodeHist(hourMillis int64, cells []table.Cell, mint, maxt int64, passThrough bool) error {
+	clear(d.rawP)
+	clear(d.points)
+	d.raw, d.rawP, d.points = d.raw[:0], d.rawP[:0], d.points[:0]
+	for i := range cells {
+		c := &cells[i]
+		if isChunkCell(c) {
+			continue
+		}
+		p, err := cellcodec.DecodeRawPoint(hourMillis, c.Qualifier, c.Value)
+		if err != nil {
+			return fmt.Errorf("cell %d of row: %w", i, err)
+		}
+		if p.T >= mint && p.T <= maxt {
+			d.rawP = append(d.rawP, p)
+		}
+	}
+	slices.SortStableFunc(d.rawP, comparePointT)
+	d.rawP = slices.CompactFunc(d.rawP, samePointT)
+	for _, p := range d.rawP {
+		d.raw = append(d.raw, Sample{T: p.T})
+	}
+	d.points = append(d.points, d.rawP...)
+	for i, c := range d.chunks {
+		if passThrough && d.passable(i, mint, maxt) {
+			d.pass = append(d.pass, c)
+			continue
+		}
+		if err := d.appendChunkPoints(c, mint, maxt); err != nil {
+			return err
+		}
+	}
+	slices.SortStableFunc(d.points, comparePointT)
+	d.points = slices.CompactFunc(d.points, samePointT)
+	d.loose = d.loose[:0]
+	for _, p := range d.points {
+		if p.IsHistogram() {
+			d.looseH = append(d.looseH, p.Histogram())
+		} else {
+			d.loose = append(d.loose, Sample{T: p.T, V: p.V})
+		}
+	}
+	return nil
+}
+
+// appendChunkPoints appends the samples of chunk c in [mint, maxt] to
+// d.points.
+func (d *rowDecoder) appendChunkPoints(c chunkCell, mint, maxt int64) error {
+	if c.Encoding == chunkenc.EncXOR {
+		var err error
+		if d.loose, d.it, err = appendChunkSamples(d.loose[:0], c, d.it, mint, maxt); err != nil {
+			return err
+		}
+		for _, s := range d.loose {
+			d.points = append(d.points, cellcodec.Point{T: s.T, V: s.V})
+		}
+		return nil
+	}
+	start := len(d.looseH)
+	hs, err := appendChunkHistograms(d.looseH, c, mint, maxt)
+	if err != nil {
+		return err
+	}
+	for _, h := range hs[start:] {
+		d.points = append(d.points, cellcodec.Point{T: h.T, H: h.H, FH: h.FH})
+	}
+	clear(hs[start:])
+	d.looseH = hs[:start]
+	return nil
+}
+
+func comparePointT(a, b cellcodec.Point) int { return compareInt64(a.T, b.T) }
+func samePointT(a, b cellcodec.Point) bool   { return a.T == b.T }
