@@ -16,7 +16,9 @@
 // float histogram), then the big-endian u32 millisecond offsets
 // within the hour of the chunk's first and last samples; its value is the
 // chunk exactly as tsdb/chunkenc writes it, header included, which is what
-// Prometheus takes in a streamed remote read; its cell timestamp is the time
+// Prometheus takes in a streamed remote read (a histogram chunk's value
+// wraps it: its length before it, the samples' counter-reset hints after
+// it, see histhints.go); its cell timestamp is the time
 // of its last sample, so retention drops it with its newest sample. A
 // chunk's time range is thus known without decoding it, chunk cells sort
 // after every raw cell of their row (offsets < 2^24, so raw qualifiers start

@@ -19,6 +19,7 @@ import (
 	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/prom-hbase/prom-hbase/hbase"
 	"github.com/prom-hbase/prom-hbase/hbase/hbasetest"
 )
 
@@ -52,6 +53,45 @@ func TestAdapterRegionServerFrozen(t *testing.T) {
 			cl.script("rs-cont", fmt.Sprint(n))
 		}()
 	})
+}
+
+// TestAdapterMoveAndSplit: every region of the adapter's data table moves
+// to the other server and two split, under remote-write load. No request
+// may fail even once: a move or a split is no fault.
+func TestAdapterMoveAndSplit(t *testing.T) {
+	cl := newCluster(t)
+	cl.restore(1)
+	cl.restore(2)
+	c := cl.client()
+	prefix := fmt.Sprintf("fault_move_%d_", time.Now().Unix()%1e6)
+	url := startAdapter(t, cl, prefix)
+	table := prefix + "prom-data"
+	cl.spread(c, table)
+	w := startWriters(url)
+	w.waitAcked(10)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	regions := cl.moveAll(ctx, c, table, func() { w.waitAcked(w.ackedCount() + 4) })
+	// Split the two largest-keyed regions in the middle of their salt byte
+	// range (the adapter runs with 8 salt buckets, one region each).
+	for _, salt := range []byte{2, 5} {
+		if err := c.SplitRegion(ctx, table, []byte{salt, 0x80}); err != nil {
+			t.Fatalf("split at salt %d: %v", salt, err)
+		}
+		w.waitAcked(w.ackedCount() + 4)
+	}
+	cl.waitPlaced(c, table, func(rs []*hbase.RegionInfo) bool { return len(rs) == len(regions)+2 })
+	healed := time.Now()
+	w.waitAcked(w.ackedCount() + 20)
+	w.stop()
+	r := w.report(t0, healed)
+	t.Logf("%d moves and 2 splits under remote write: done after %v; %s", len(regions), healed.Sub(t0).Round(time.Millisecond), r)
+	if r.failedFirst > 0 || r.clientErrors > 0 {
+		t.Errorf("%d requests failed on their first attempt, %d answers were 4xx, while regions moved and split", r.failedFirst, r.clientErrors)
+	}
+	w.verify(t, url)
 }
 
 func runAdapterFault(t *testing.T, name string, fault func(cl *cluster, n int)) {
@@ -235,6 +275,9 @@ func (w *rwLoad) run(ctx context.Context, writer int) {
 			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, 5*time.Second)
+		}
+		if r.acked.IsZero() && ctx.Err() != nil {
+			return // cut short by stop: neither acknowledged nor failed
 		}
 		w.mu.Lock()
 		w.requests = append(w.requests, r)

@@ -186,3 +186,43 @@ func (cl *cluster) metaServer(c *hbase.Client) int {
 	cl.t.Fatalf("hbase:meta on %s, neither region server", addr)
 	return 0
 }
+
+// moveAll moves every region of table to the other server, one after the
+// other, calling between after each move, and returns the regions as they
+// were.
+func (cl *cluster) moveAll(ctx context.Context, c *hbase.Client, table string, between func()) []*hbase.RegionInfo {
+	cl.t.Helper()
+	other := map[string]string{cl.addr(1): cl.addr(2), cl.addr(2): cl.addr(1)}
+	regions, err := c.Regions(ctx, table)
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	for _, r := range regions {
+		key := r.Start
+		if len(key) == 0 {
+			key = []byte{0}
+		}
+		if err := moveSettled(ctx, c, table, key, other[r.Addr]); err != nil {
+			cl.t.Fatalf("move %s: %v", r, err)
+		}
+		between()
+	}
+	return regions
+}
+
+// moveSettled moves the region holding key to addr, waiting out a
+// transition still under way (the master refuses to move a region that is
+// opening or closing, as after the test's own rebalancing).
+func moveSettled(ctx context.Context, c *hbase.Client, table string, key []byte, addr string) error {
+	for {
+		err := c.MoveRegion(ctx, table, key, addr)
+		if err == nil || !strings.Contains(err.Error(), "in transition") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

@@ -164,21 +164,7 @@ func TestMoveAndSplitUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	t0 := time.Now()
-	addrs := map[string]string{cl.addr(1): cl.addr(2), cl.addr(2): cl.addr(1)}
-	regions, err := admin.Regions(ctx, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range regions {
-		key := r.Start
-		if len(key) == 0 {
-			key = []byte{0}
-		}
-		if err := admin.MoveRegion(ctx, table, key, addrs[r.Addr]); err != nil {
-			t.Fatalf("move %s: %v", r, err)
-		}
-		l.waitAcked(5)
-	}
+	regions := cl.moveAll(ctx, admin, table, func() { l.waitAcked(5) })
 	for _, key := range []string{"k2-w1", "k5-w3"} {
 		if err := admin.SplitRegion(ctx, table, []byte(key)); err != nil {
 			t.Fatalf("split at %q: %v", key, err)
