@@ -130,7 +130,7 @@ func (cl *cluster) spread(c *hbase.Client, table string) {
 		if len(key) == 0 {
 			key = []byte{0}
 		}
-		if err := c.MoveRegion(ctx, table, key, want); err != nil {
+		if err := moveSettled(ctx, c, table, key, want); err != nil {
 			cl.t.Fatalf("move %s to %s: %v", r, want, err)
 		}
 	}
