@@ -314,15 +314,34 @@ func (c *Client) MoveRegion(ctx context.Context, table string, row []byte, dest 
 		if err != nil {
 			return fmt.Errorf("move: destination %q: %w", dest, err)
 		}
-		sn = &pb.ServerName{HostName: proto.String(host), Port: proto.Uint32(uint32(p))}
-		if dest == r.Addr {
-			sn.StartCode = proto.Uint64(r.StartCode)
+		code, err := c.liveStartCode(ctx, dest)
+		if err != nil {
+			return fmt.Errorf("move %s: %w", r, err)
 		}
+		sn = &pb.ServerName{HostName: proto.String(host), Port: proto.Uint32(uint32(p)), StartCode: proto.Uint64(code)}
 	}
 	if _, err := c.onMaster(ctx, hrpc.NewMoveRegionCall(r.EncodedName(), sn)); err != nil {
 		return fmt.Errorf("move %s: %w", r, err)
 	}
 	return nil
+}
+
+// liveStartCode returns the start code of the live region server at addr.
+// A move must name it: a server restarted on the same host and port is
+// another server to the master, and a destination without a start code may
+// resolve to the dead one still being processed, where the master drops the
+// move.
+func (c *Client) liveStartCode(ctx context.Context, addr string) (uint64, error) {
+	servers, err := c.zk.RegionServers(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, s := range servers {
+		if s.Addr() == addr {
+			return s.StartCode, nil
+		}
+	}
+	return 0, fmt.Errorf("no live region server at %s", addr)
 }
 
 // ReopenRegion closes the region holding row and opens it again, as a move

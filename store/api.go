@@ -1,7 +1,8 @@
 // Package store is the time-series store: the write path (series of float
 // and native histogram samples -> UIDs -> row keys and cells -> one batched
-// put), the read planner (matchers -> scans of row keys -> multi-gets of
-// hour rows -> series in label order, as samples or as Prometheus chunks)
+// put), the read planner (matchers -> scans of the metrics' rows, their
+// cells kept within a budget -> multi-gets of the hour rows not kept ->
+// series in label order, as samples or as Prometheus chunks)
 // and the compactor (closed hours -> XOR, histogram and float-histogram
 // chunk cells, bit-exact; the cell layout itself is package cellcodec's).
 //

@@ -9,13 +9,14 @@ import (
 )
 
 // cursor walks the series of a query in label order and, on demand, their
-// rows (DESIGN.md section 4, steps 2 and 3). It loads the series of one
-// metric group at a time (phase one), then reads their rows in multi-gets of
-// at most ReadBatchSeries series and ReadBatchRows rows (phase two), the next
-// one running while the caller consumes the current one; the next group's
-// phase one runs while the current group is read. It holds the distinct
-// series of two groups and two batches of rows, whatever the number of
-// series times hours the query spans.
+// rows (DESIGN.md section 4, steps 3 and 4). It loads the series of one
+// metric group at a time (phase one, which keeps their rows within the
+// prefetch budget), then reads the rows of the series it did not keep in
+// multi-gets of at most ReadBatchSeries series and ReadBatchRows rows (phase
+// two), the next one running while the caller consumes the current one; the
+// next group's phase one runs while the current group is read. It holds the
+// distinct series of two groups, two prefetch budgets and two batches of
+// rows, whatever the number of series times hours the query spans.
 type cursor struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -29,6 +30,7 @@ type cursor struct {
 	loading *groupLoad  // its phase one, under way while the current group is read
 	series  []seriesRef // the current group's, in label order
 	cur     int         // the current series
+	pre     int         // the next of its prefetched rows
 
 	// The planner's position: the next series and hour to ask for.
 	next     int
@@ -87,6 +89,7 @@ func (c *cursor) nextSeries() bool {
 		return false
 	}
 	c.cur++
+	c.pre = 0
 	for c.cur >= len(c.series) {
 		if c.group >= len(c.p.groups) {
 			return false
@@ -135,7 +138,7 @@ func (c *cursor) startGroup(g int) *groupLoad {
 	gl := &groupLoad{done: make(chan struct{})}
 	go func() {
 		defer close(gl.done)
-		gl.series, gl.err = c.s.findSeries(c.ctx, c.p, c.p.groups[g], c.startHour, c.endHour)
+		gl.series, gl.err = c.s.findSeries(c.ctx, c.p, c.p.groups[g], c.startHour, c.endHour, !c.q.SeriesOnly)
 	}()
 	return gl
 }
@@ -146,6 +149,14 @@ func (c *cursor) nextRow() (hour uint32, cells []table.Cell, ok bool) {
 	if c.next < c.cur {
 		// Series skipped without reading their rows are never asked for.
 		c.next, c.nextHour = c.cur, 0
+	}
+	if sr := &c.series[c.cur]; sr.prefetched {
+		if c.pre >= len(sr.rows) {
+			return 0, nil, false
+		}
+		r := sr.rows[c.pre]
+		c.pre++
+		return r.hour, r.cells, true
 	}
 	for c.err == nil {
 		if b := c.batch; b != nil && c.pos < len(b.owners) {
@@ -218,6 +229,10 @@ func (c *cursor) startBatch() {
 	nSeries := 0
 	for c.next < len(c.series) && len(b.owners) < maxRows && nSeries < maxSeries {
 		sr := &c.series[c.next]
+		if sr.prefetched {
+			c.next++
+			continue
+		}
 		// Hours count in int64: the last hour plus one overflows uint32.
 		c.nextHour = max(c.nextHour, int64(sr.first))
 		for c.nextHour <= int64(sr.last) && len(b.owners) < maxRows {
@@ -242,6 +257,10 @@ func (c *cursor) startBatch() {
 	}
 	b.done = make(chan struct{})
 	c.inflight = b
+	if len(b.keys) == 0 {
+		close(b.done) // every series left was prefetched
+		return
+	}
 	go func() {
 		defer close(b.done)
 		b.rows, b.err = c.s.data.Get(c.ctx, FamilyData, b.keys)

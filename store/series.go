@@ -24,13 +24,18 @@ type seriesRef struct {
 	sid         string // series ID: metric UID and tag pairs
 	first, last uint32 // base hours
 	lset        labels.Labels
+	// prefetched: phase one read the series' rows (prefetch.go), which
+	// are these, by hour; phase two does not ask for them.
+	prefetched bool
+	rows       []hourRow
 }
 
 // findSeries runs phase one for one group of metrics (DESIGN.md section 4,
-// step 2): one key-only scan per (metric, salt bucket) over the query's
-// hours, in parallel, collecting the distinct series; then their labels
+// step 2): one scan per (metric, salt bucket) over the query's hours, in
+// parallel, collecting the distinct series and, when prefetch is set and
+// within the budget, their rows (prefetch.go); then their labels
 // resolved, the post matchers applied, and the series sorted by labels.
-func (s *Store) findSeries(ctx context.Context, p *queryPlan, group []metricRef, startHour, endHour uint32) ([]seriesRef, error) {
+func (s *Store) findSeries(ctx context.Context, p *queryPlan, group []metricRef, startHour, endHour uint32, prefetch bool) ([]seriesRef, error) {
 	type task struct {
 		metric uint64
 		filter *table.KeyFilter
@@ -45,6 +50,11 @@ func (s *Store) findSeries(ctx context.Context, p *queryPlan, group []metricRef,
 			tasks = append(tasks, task{m.uid, filter, r})
 		}
 	}
+	share := 0
+	if prefetch && s.cfg.ReadPrefetchBytes > 0 && len(tasks) > 0 {
+		budget := s.cfg.ReadPrefetchBytes
+		share = max(min(minPrefetchShare, budget), budget/len(tasks))
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -58,7 +68,7 @@ func (s *Store) findSeries(ctx context.Context, p *queryPlan, group []metricRef,
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			found, err := s.scanRange(ctx, t.metric, t.r, t.filter, p.conds)
+			found, err := s.scanRange(ctx, t.metric, t.r, t.filter, p.conds, share)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -81,45 +91,6 @@ func (s *Store) findSeries(ctx context.Context, p *queryPlan, group []metricRef,
 	}
 	slices.SortFunc(series, func(a, b seriesRef) int { return labels.Compare(a.lset, b.lset) })
 	return series, nil
-}
-
-// scanRange lists the series of one scan range. A series lives in one salt
-// bucket, so no two ranges return the same series.
-func (s *Store) scanRange(ctx context.Context, metric uint64, r rowkey.Range, filter *table.KeyFilter, conds []rowkey.TagCond) ([]seriesRef, error) {
-	sc := s.data.Scan(ctx, table.ScanOptions{
-		Start: r.Start, Stop: r.Stop, Family: FamilyData,
-		KeyOnly: true, FirstCellOnly: true, Filter: filter,
-	})
-	defer sc.Close()
-	var (
-		out   []seriesRef
-		bySID = map[string]int{}
-		sid   []byte
-	)
-	for sc.Next() {
-		key := sc.At().Key
-		k, err := s.layout.Parse(key)
-		if err != nil {
-			return nil, fmt.Errorf("data table: %w", err)
-		}
-		// The backend's filter only saves transfer; the check is here.
-		if k.Metric != metric || !s.layout.MatchConds(k, conds) {
-			continue
-		}
-		sid, _ = s.layout.AppendSeriesIDFromRowKey(sid[:0], key)
-		i, ok := bySID[string(sid)]
-		if !ok {
-			i = len(out)
-			out = append(out, seriesRef{sid: string(sid), first: k.BaseHour})
-			bySID[out[i].sid] = i
-		}
-		// Rows come by hour within a range.
-		out[i].last = k.BaseHour
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("scan data table: %w", err)
-	}
-	return out, nil
 }
 
 // sidTags appends the tag pairs of a series ID.

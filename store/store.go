@@ -35,6 +35,7 @@ const (
 	DefaultReadBatchSeries     = 256
 	DefaultReadBatchRows       = 512
 	DefaultScanConcurrency     = 8
+	DefaultReadPrefetchBytes   = 8 << 20
 )
 
 // Config configures a Store. The zero value gives the defaults.
@@ -60,8 +61,12 @@ type Config struct {
 	ReadBatchRows   int
 	// ScanConcurrency bounds the phase-one scans that run at once.
 	ScanConcurrency int
-	Registerer      prometheus.Registerer
-	Logger          *slog.Logger
+	// ReadPrefetchBytes bounds the cell bytes that phase one keeps of the
+	// rows it lists, per metric group of a query (0: the default; negative:
+	// list keys only). Rows within it need no phase-two multi-get.
+	ReadPrefetchBytes int
+	Registerer        prometheus.Registerer
+	Logger            *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -84,6 +89,9 @@ func (c *Config) setDefaults() {
 	setDefault(&c.ReadBatchSeries, DefaultReadBatchSeries)
 	setDefault(&c.ReadBatchRows, DefaultReadBatchRows)
 	setDefault(&c.ScanConcurrency, DefaultScanConcurrency)
+	if c.ReadPrefetchBytes == 0 {
+		c.ReadPrefetchBytes = DefaultReadPrefetchBytes
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

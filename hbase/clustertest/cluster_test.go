@@ -14,6 +14,7 @@ import (
 	"github.com/prom-hbase/prom-hbase/hbase"
 	"github.com/prom-hbase/prom-hbase/hbase/hbasetest"
 	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
+	"github.com/prom-hbase/prom-hbase/hbase/zk"
 )
 
 // EnvClusterDir names the run directory of the cluster the tests may
@@ -162,11 +163,52 @@ func (cl *cluster) waitPlaced(c *hbase.Client, table string, ok func([]*hbase.Re
 	}
 }
 
-// restore brings region server n back if it is gone.
+// restore makes region server n a live member of the cluster again: a
+// server the master declared dead (frozen past its ZooKeeper session, then
+// resumed) aborts by itself, but only some seconds after it runs again, and
+// until then it holds its port; it is resumed, given a minute to exit, killed
+// if it has not, and started anew. restore returns once ZooKeeper lists n
+// as live, so that moves to it are not dropped by the master.
 func (cl *cluster) restore(n int) {
-	if !cl.running(n) {
-		cl.script("rs-start", fmt.Sprint(n))
+	cl.t.Helper()
+	if cl.running(n) && cl.live(n) {
+		return
 	}
+	if cl.running(n) {
+		cl.script("rs-cont", fmt.Sprint(n))
+		waitExit(cl, n)
+		if cl.running(n) {
+			cl.script("rs-kill", fmt.Sprint(n))
+		}
+	}
+	cl.script("rs-start", fmt.Sprint(n))
+	for deadline := time.Now().Add(time.Minute); !cl.live(n); {
+		if time.Now().After(deadline) {
+			cl.t.Fatalf("region server %d started but not live in ZooKeeper after a minute", n)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// live reports whether ZooKeeper lists region server n among the live ones.
+func (cl *cluster) live(n int) bool {
+	cl.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	z := zk.New(cl.zk, hbasetest.ZKRoot())
+	defer z.Close()
+	servers, err := z.RegionServers(ctx)
+	if err != nil {
+		cl.t.Logf("list live region servers: %v", err)
+		return false
+	}
+	addr := cl.addr(n)
+	for _, s := range servers {
+		if s.Addr() == addr {
+			return true
+		}
+	}
+	return false
 }
 
 // metaServer returns the number of the region server holding hbase:meta.

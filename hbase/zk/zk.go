@@ -26,6 +26,9 @@ import (
 const (
 	MetaZnode   = "meta-region-server"
 	MasterZnode = "master"
+	// RSZnode has a child per live region server, named as HBase's
+	// ServerName prints: host,port,startcode.
+	RSZnode = "rs"
 )
 
 // DefaultRoot is HBase's zookeeper.znode.parent default.
@@ -157,35 +160,81 @@ func (c *Client) session() (*zk.Conn, error) {
 	return conn, nil
 }
 
-// get reads a znode, giving up when ctx ends (the ZooKeeper library waits
-// for a session without a deadline of its own).
+// get reads a znode.
 func (c *Client) get(ctx context.Context, name string) ([]byte, error) {
+	return call(ctx, c, "get", name, func(conn *zk.Conn, path string) ([]byte, error) {
+		data, _, err := conn.Get(path)
+		return data, err
+	})
+}
+
+// call runs op on the znode name, giving up when ctx ends (the ZooKeeper
+// library waits for a session without a deadline of its own).
+func call[T any](ctx context.Context, c *Client, verb, name string, op func(*zk.Conn, string) (T, error)) (T, error) {
+	var zero T
 	conn, err := c.session()
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	path := c.root + "/" + name
 	type result struct {
-		data []byte
-		err  error
+		v   T
+		err error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		data, _, err := conn.Get(path)
-		ch <- result{data, err}
+		v, err := op(conn, path)
+		ch <- result{v, err}
 	}()
 	select {
 	case r := <-ch:
 		if r.err != nil && transient(r.err) {
-			return nil, fmt.Errorf("zookeeper %v: get %s: %w: %w", c.servers, path, ErrUnavailable, r.err)
+			return zero, fmt.Errorf("zookeeper %v: %s %s: %w: %w", c.servers, verb, path, ErrUnavailable, r.err)
 		}
 		if r.err != nil {
-			return nil, fmt.Errorf("zookeeper %v: get %s: %w", c.servers, path, r.err)
+			return zero, fmt.Errorf("zookeeper %v: %s %s: %w", c.servers, verb, path, r.err)
 		}
-		return r.data, nil
+		return r.v, nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("zookeeper %v: get %s: %w", c.servers, path, ctx.Err())
+		return zero, fmt.Errorf("zookeeper %v: %s %s: %w", c.servers, verb, path, ctx.Err())
 	}
+}
+
+// RegionServers returns the live region servers, with their start codes.
+func (c *Client) RegionServers(ctx context.Context) ([]Server, error) {
+	names, err := call(ctx, c, "list", RSZnode, func(conn *zk.Conn, path string) ([]string, error) {
+		names, _, err := conn.Children(path)
+		return names, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Server, 0, len(names))
+	for _, n := range names {
+		s, err := ParseServerName(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// ParseServerName decodes a server as HBase prints it: host,port,startcode.
+func ParseServerName(name string) (Server, error) {
+	parts := strings.Split(name, ",")
+	if len(parts) != 3 || parts[0] == "" {
+		return Server{}, fmt.Errorf("%w: server name %q is not host,port,startcode", ErrZnode, name)
+	}
+	port, err := strconv.ParseUint(parts[1], 10, 16)
+	if err != nil || port == 0 {
+		return Server{}, fmt.Errorf("%w: server name %q: port", ErrZnode, name)
+	}
+	code, err := strconv.ParseUint(parts[2], 10, 64)
+	if err != nil {
+		return Server{}, fmt.Errorf("%w: server name %q: start code", ErrZnode, name)
+	}
+	return Server{Host: parts[0], Port: int(port), StartCode: code}, nil
 }
 
 // Meta returns the server holding hbase:meta.

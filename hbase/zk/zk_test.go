@@ -50,6 +50,18 @@ func TestParse(t *testing.T) {
 	}
 }
 
+func TestParseServerName(t *testing.T) {
+	s, err := ParseServerName("rs1.example,16020,1795474897660")
+	if err != nil || s.Addr() != "rs1.example:16020" || s.StartCode != 1795474897660 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	for _, bad := range []string{"", "rs1,16020", ",16020,1", "rs1,0,1", "rs1,70000,1", "rs1,x,1", "rs1,1,-1", "rs1,1,2,3"} {
+		if _, err := ParseServerName(bad); !errors.Is(err, ErrZnode) {
+			t.Errorf("%q: got %v, want ErrZnode", bad, err)
+		}
+	}
+}
+
 func TestNewQuorum(t *testing.T) {
 	c := New(" a:1, b ,", "")
 	if len(c.servers) != 2 || c.servers[0] != "a:1" || c.servers[1] != "b:2181" || c.root != "/hbase" {
@@ -69,6 +81,17 @@ func TestLookup(t *testing.T) {
 	master, err := c.Master(ctx)
 	if err != nil || master.Port == 0 || master.Port == meta.Port {
 		t.Fatalf("master: %+v %v (meta %+v)", master, err, meta)
+	}
+	rs, err := c.RegionServers(ctx)
+	if err != nil || len(rs) == 0 {
+		t.Fatalf("region servers: %v %v", rs, err)
+	}
+	found := false
+	for _, s := range rs {
+		found = found || s == meta
+	}
+	if !found {
+		t.Fatalf("meta's server %+v (with its start code) not among the live region servers %+v", meta, rs)
 	}
 	bad := New(hbasetest.ZK(t), "/no-such-root")
 	defer bad.Close()

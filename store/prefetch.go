@@ -1,0 +1,184 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prom-hbase/prom-hbase/rowkey"
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// Phase one reads the values of the rows it lists while they stay within a
+// byte budget (Config.ReadPrefetchBytes per group, shared out among its
+// scans). A query whose rows fit, the common small selector, then costs its
+// scans alone: phase two has nothing left to ask for. A scan that outgrows its
+// share drops what it kept and goes on listing keys only, from the row after
+// the last one it read, so a large query pays at most the budget twice and
+// its memory stays bounded.
+
+// hourRow is one prefetched row of a series: its base hour and cells.
+type hourRow struct {
+	hour  uint32
+	cells []table.Cell
+}
+
+// minPrefetchShare is the least budget a scan gets (unless the whole budget
+// is smaller): below it a scan would give up on its first rows.
+const minPrefetchShare = 64 << 10
+
+// arena holds copies of cell bytes in blocks that never move, so a cell
+// copied earlier stays valid as later ones are added.
+type arena struct {
+	blocks [][]byte
+	size   int
+}
+
+// Blocks double from the first size to the last: most scans of a small
+// query keep a few hundred bytes.
+const (
+	arenaFirstBlock = 1 << 10
+	arenaMaxBlock   = 64 << 10
+)
+
+func (a *arena) copy(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	a.size += len(b)
+	n := len(a.blocks)
+	if n == 0 || cap(a.blocks[n-1])-len(a.blocks[n-1]) < len(b) {
+		size := arenaFirstBlock
+		if n > 0 {
+			size = min(2*cap(a.blocks[n-1]), arenaMaxBlock)
+		}
+		a.blocks = append(a.blocks, make([]byte, 0, max(size, len(b))))
+		n++
+	}
+	blk := a.blocks[n-1]
+	off := len(blk)
+	blk = append(blk, b...)
+	a.blocks[n-1] = blk
+	return blk[off:len(blk):len(blk)]
+}
+
+// rangeScan is the phase one of one scan range: the distinct series it
+// finds, and their rows while the budget lasts.
+type rangeScan struct {
+	s      *Store
+	metric uint64
+	conds  []rowkey.TagCond
+	budget int // bytes of cells it may keep; <= 0: list keys only
+
+	out   []seriesRef
+	bySID map[string]int
+	sid   []byte
+	arena arena
+	// cellBuf is cut into each prefetched row's cells.
+	cellBuf []table.Cell
+}
+
+// scanRange lists the series of one scan range. A series lives in one salt
+// bucket, so no two ranges return the same series.
+func (s *Store) scanRange(ctx context.Context, metric uint64, r rowkey.Range, filter *table.KeyFilter, conds []rowkey.TagCond, budget int) ([]seriesRef, error) {
+	rs := &rangeScan{s: s, metric: metric, conds: conds, budget: budget, bySID: map[string]int{}}
+	start := r.Start
+	for {
+		next, err := rs.run(ctx, start, r.Stop, filter)
+		if err != nil {
+			return nil, err
+		}
+		if next == nil {
+			return rs.out, nil
+		}
+		start = next
+	}
+}
+
+// run scans [start, stop). It returns where to go on with keys only when
+// the budget ran out, nil at the end of the range.
+func (rs *rangeScan) run(ctx context.Context, start, stop []byte, filter *table.KeyFilter) (next []byte, err error) {
+	keep := rs.budget > 0
+	sc := rs.s.data.Scan(ctx, table.ScanOptions{
+		Start: start, Stop: stop, Family: FamilyData,
+		KeyOnly: !keep, FirstCellOnly: !keep, Filter: filter,
+	})
+	defer sc.Close()
+	for sc.Next() {
+		row := sc.At()
+		i, ok, err := rs.add(row.Key)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || !keep {
+			continue
+		}
+		if rs.arena.size+rowBytes(row.Cells) > rs.budget {
+			rs.dropRows()
+			// The row after this one: its key with a zero byte appended.
+			return append(append([]byte(nil), row.Key...), 0), nil
+		}
+		rs.keepRow(i, row)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("scan data table: %w", err)
+	}
+	return nil, nil
+}
+
+// add notes the series of a row key; ok is false for a row the conditions
+// reject (the backend's filter only saves transfer: the check is here).
+func (rs *rangeScan) add(key []byte) (i int, ok bool, err error) {
+	k, err := rs.s.layout.Parse(key)
+	if err != nil {
+		return 0, false, fmt.Errorf("data table: %w", err)
+	}
+	if k.Metric != rs.metric || !rs.s.layout.MatchConds(k, rs.conds) {
+		return 0, false, nil
+	}
+	rs.sid, _ = rs.s.layout.AppendSeriesIDFromRowKey(rs.sid[:0], key)
+	i, found := rs.bySID[string(rs.sid)]
+	if !found {
+		i = len(rs.out)
+		rs.out = append(rs.out, seriesRef{sid: string(rs.sid), first: k.BaseHour, prefetched: rs.budget > 0})
+		rs.bySID[rs.out[i].sid] = i
+	}
+	// Rows come by hour within a range.
+	rs.out[i].last = k.BaseHour
+	return i, true, nil
+}
+
+func rowBytes(cells []table.Cell) int {
+	n := 0
+	for i := range cells {
+		n += len(cells[i].Qualifier) + len(cells[i].Value)
+	}
+	return n
+}
+
+// keepRow copies a row's cells (the scanner reuses them) to series i.
+func (rs *rangeScan) keepRow(i int, row table.Row) {
+	if cap(rs.cellBuf)-len(rs.cellBuf) < len(row.Cells) {
+		// A new slab, the old one staying with the rows cut from it.
+		rs.cellBuf = make([]table.Cell, 0, max(2*cap(rs.cellBuf), 4*len(row.Cells)))
+	}
+	start := len(rs.cellBuf)
+	for _, c := range row.Cells {
+		rs.cellBuf = append(rs.cellBuf, table.Cell{
+			Family: c.Family, Qualifier: rs.arena.copy(c.Qualifier),
+			Timestamp: c.Timestamp, Value: rs.arena.copy(c.Value),
+		})
+	}
+	k, _ := rs.s.layout.Parse(row.Key)
+	sr := &rs.out[i]
+	sr.rows = append(sr.rows, hourRow{hour: k.BaseHour, cells: rs.cellBuf[start:len(rs.cellBuf):len(rs.cellBuf)]})
+}
+
+// dropRows gives up prefetching in this range: its series are read in
+// phase two, and what was kept is released.
+func (rs *rangeScan) dropRows() {
+	rs.budget = 0
+	for i := range rs.out {
+		rs.out[i].rows, rs.out[i].prefetched = nil, false
+	}
+	rs.arena, rs.cellBuf = arena{}, nil
+}
