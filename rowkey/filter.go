@@ -3,8 +3,6 @@ package rowkey
 import (
 	"slices"
 	"strconv"
-
-	"github.com/prom-hbase/prom-hbase/table"
 )
 
 // TagCond is an exact condition on a row's tags: the tag key K is present
@@ -17,21 +15,23 @@ type TagCond struct {
 // neverRegex matches no row key: keys are never empty.
 const neverRegex = "(?s)^$"
 
-// KeyFilter is the row-key filter that accepts the rows of metric whose tags
-// satisfy every condition; nil when conds is empty (every row of the scanned
-// range qualifies). The metric is checked too, so the filter is exact on its
-// own, but it only saves transfer: a caller still checks rows it gets back.
-// Conditions on the same key are intersected; the result is the same whatever
-// the order of conds and of their values. UIDs must fit their widths.
-func (l Layout) KeyFilter(metric uint64, conds []TagCond) *table.KeyFilter {
+// KeyRegex is the regex of a row-key filter that accepts the rows of metric
+// whose tags satisfy every condition; "" when conds is empty (every row of
+// the scanned range qualifies). The metric is checked too, so the regex is
+// exact on its own, but a filter only saves transfer: a caller still checks
+// rows it gets back. Conditions on the same key are intersected; the result
+// is the same whatever the order of conds and of their values. UIDs must fit
+// their widths. The regex reads a key as ISO-8859-1, one character per byte,
+// in the syntax Java and RE2 agree on (the storage interface's key filter).
+func (l Layout) KeyRegex(metric uint64, conds []TagCond) string {
 	if len(conds) == 0 {
-		return nil
+		return ""
 	}
 	norm, ok := normalizeConds(conds)
 	if !ok {
-		return &table.KeyFilter{Regex: neverRegex}
+		return neverRegex
 	}
-	return &table.KeyFilter{Regex: string(l.AppendKeyRegex(nil, metric, norm))}
+	return string(l.AppendKeyRegex(nil, metric, norm))
 }
 
 // normalizeConds returns the conditions sorted by K with one condition per
@@ -85,11 +85,11 @@ func intersectSorted(a, b []uint64) []uint64 {
 	return out
 }
 
-// AppendKeyRegex appends the regex of KeyFilter for conditions that are
+// AppendKeyRegex appends the regex of KeyRegex for conditions that are
 // already sorted by K, one per key.
 //
 // The regex reads the key as ISO-8859-1, one character per byte, and uses
-// only syntax Java and RE2 agree on (see table.KeyFilter). Its shape:
+// only syntax Java and RE2 agree on. Its shape:
 //
 //	(?s)^ salt? metric .{4} ( (?:.{P})*? K (?:V1|V2) )... (?:.{P})*$
 //
@@ -147,7 +147,7 @@ func appendEscapedUint(dst []byte, v uint64, width int) []byte {
 	return dst
 }
 
-// MatchConds is the direct evaluation of KeyFilter's conditions on a parsed
+// MatchConds is the direct evaluation of KeyRegex's conditions on a parsed
 // key (the metric aside): every condition holds. conds need not be
 // normalized. It is what a caller checks rows against in any case.
 func (l Layout) MatchConds(k Key, conds []TagCond) bool {

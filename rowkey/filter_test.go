@@ -15,7 +15,7 @@ import (
 )
 
 // latin1 is the ISO-8859-1 reading of a key: one rune per byte, as the
-// backends match table.KeyFilter.Regex.
+// backends read it for the storage interface's key filter.
 func latin1(b []byte) string {
 	r := make([]rune, len(b))
 	for i, c := range b {
@@ -84,22 +84,22 @@ func randomFilterCase(rng *rand.Rand) filterCase {
 	return c
 }
 
-func TestKeyFilterRE2(t *testing.T) {
+func TestKeyRegexRE2(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	matched := 0
 	for range 10000 {
 		c := randomFilterCase(rng)
-		f := c.l.KeyFilter(c.metric, c.conds)
-		if f == nil || len(f.Fuzzy) != 0 {
-			t.Fatalf("filter %+v for %d conditions", f, len(c.conds))
+		r := c.l.KeyRegex(c.metric, c.conds)
+		if r == "" {
+			t.Fatalf("no regex for %d conditions", len(c.conds))
 		}
-		checkDialect(t, f.Regex)
-		re, err := regexp.Compile(f.Regex)
+		checkDialect(t, r)
+		re, err := regexp.Compile(r)
 		if err != nil {
-			t.Fatalf("regex %q: %v", f.Regex, err)
+			t.Fatalf("regex %q: %v", r, err)
 		}
 		if got := re.MatchString(latin1(c.key)); got != c.want {
-			t.Fatalf("layout %+v metric %d conds %+v key %x: regex %q matched %v, want %v", c.l, c.metric, c.conds, c.key, f.Regex, got, c.want)
+			t.Fatalf("layout %+v metric %d conds %+v key %x: regex %q matched %v, want %v", c.l, c.metric, c.conds, c.key, r, got, c.want)
 		}
 		if c.want {
 			matched++
@@ -110,36 +110,36 @@ func TestKeyFilterRE2(t *testing.T) {
 	}
 }
 
-func TestKeyFilterNil(t *testing.T) {
-	if f := DefaultLayout.KeyFilter(1, nil); f != nil {
-		t.Errorf("no conditions: filter %+v, want nil", f)
+func TestKeyRegexNone(t *testing.T) {
+	if r := DefaultLayout.KeyRegex(1, nil); r != "" {
+		t.Errorf("no conditions: regex %q, want none", r)
 	}
 }
 
-func TestKeyFilterNormalization(t *testing.T) {
+func TestKeyRegexNormalization(t *testing.T) {
 	l := Layout{MetricWidth: 1, TagKWidth: 1, TagVWidth: 1}
-	a := l.KeyFilter(1, []TagCond{{K: 2, Vs: []uint64{3, 1, 1}}, {K: 1}})
-	b := l.KeyFilter(1, []TagCond{{K: 1}, {K: 2, Vs: []uint64{1, 3}}})
-	if a.Regex != b.Regex {
-		t.Errorf("order of conditions changes the regex: %q vs %q", a.Regex, b.Regex)
+	a := l.KeyRegex(1, []TagCond{{K: 2, Vs: []uint64{3, 1, 1}}, {K: 1}})
+	b := l.KeyRegex(1, []TagCond{{K: 1}, {K: 2, Vs: []uint64{1, 3}}})
+	if a != b {
+		t.Errorf("order of conditions changes the regex: %q vs %q", a, b)
 	}
 	want := `(?s)^\x01.{4}(?:.{2})*?\x01.{1}(?:.{2})*?\x02(?:\x01|\x03)(?:.{2})*$`
-	if a.Regex != want {
-		t.Errorf("regex %q, want %q", a.Regex, want)
+	if a != want {
+		t.Errorf("regex %q, want %q", a, want)
 	}
 	// Two conditions on one key intersect; disjoint value sets match nothing.
-	c := l.KeyFilter(1, []TagCond{{K: 2, Vs: []uint64{1, 3}}, {K: 2, Vs: []uint64{3, 4}}})
-	if d := l.KeyFilter(1, []TagCond{{K: 2, Vs: []uint64{3}}}); c.Regex != d.Regex {
-		t.Errorf("intersection %q, want %q", c.Regex, d.Regex)
+	c := l.KeyRegex(1, []TagCond{{K: 2, Vs: []uint64{1, 3}}, {K: 2, Vs: []uint64{3, 4}}})
+	if d := l.KeyRegex(1, []TagCond{{K: 2, Vs: []uint64{3}}}); c != d {
+		t.Errorf("intersection %q, want %q", c, d)
 	}
-	e := l.KeyFilter(1, []TagCond{{K: 2, Vs: []uint64{1}}, {K: 2, Vs: []uint64{3}}})
+	e := l.KeyRegex(1, []TagCond{{K: 2, Vs: []uint64{1}}, {K: 2, Vs: []uint64{3}}})
 	key := l.AppendRowKey(nil, l.AppendSeriesID(nil, 1, []TagPair{{2, 1}}), 0)
-	if regexp.MustCompile(e.Regex).MatchString(latin1(key)) {
-		t.Errorf("disjoint conditions: %q matches %x", e.Regex, key)
+	if regexp.MustCompile(e).MatchString(latin1(key)) {
+		t.Errorf("disjoint conditions: %q matches %x", e, key)
 	}
 	// The caller's conditions are left as they were.
 	conds := []TagCond{{K: 5, Vs: []uint64{3, 2}}, {K: 1}}
-	l.KeyFilter(1, conds)
+	l.KeyRegex(1, conds)
 	if conds[0].K != 5 || conds[0].Vs[0] != 3 {
 		t.Errorf("conditions modified: %+v", conds)
 	}
@@ -147,7 +147,7 @@ func TestKeyFilterNormalization(t *testing.T) {
 
 var dialectToken = regexp.MustCompile(`^(?:\(\?s\)|\(\?:|\\x[0-9a-f]{2}|\{[0-9]+\}|[\^$.)|*?])`)
 
-// checkDialect fails unless re uses only what table.KeyFilter allows (and
+// checkDialect fails unless re uses only what the storage interface's key filter allows (and
 // what this package means to emit).
 func checkDialect(t *testing.T, re string) {
 	t.Helper()
@@ -160,10 +160,10 @@ func checkDialect(t *testing.T, re string) {
 	}
 }
 
-// TestKeyFilterJava runs the same random cases through java.util.regex the
+// TestKeyRegexJava runs the same random cases through java.util.regex the
 // way HBase's RegexStringComparator does (find on the ISO-8859-1 string):
 // HBase evaluates the filter, so Java must agree with RE2.
-func TestKeyFilterJava(t *testing.T) {
+func TestKeyRegexJava(t *testing.T) {
 	// Launching a source file needs a JDK's compiler, not just a runtime.
 	java, err := exec.LookPath("java")
 	if _, errc := exec.LookPath("javac"); err != nil || errc != nil {
@@ -180,7 +180,7 @@ func TestKeyFilterJava(t *testing.T) {
 	for range 3000 {
 		c := randomFilterCase(rng)
 		cases = append(cases, c)
-		fmt.Fprintf(&in, "%s\t%s\n", c.l.KeyFilter(c.metric, c.conds).Regex, hex.EncodeToString(c.key))
+		fmt.Fprintf(&in, "%s\t%s\n", c.l.KeyRegex(c.metric, c.conds), hex.EncodeToString(c.key))
 	}
 	cmd := exec.Command(java, src)
 	cmd.Stdin = &in
@@ -226,10 +226,10 @@ public class Match {
 }
 `
 
-func BenchmarkKeyFilter(b *testing.B) {
+func BenchmarkKeyRegex(b *testing.B) {
 	l := DefaultLayout
 	conds := []TagCond{{K: 3, Vs: []uint64{1}}, {K: 1, Vs: []uint64{7, 8, 9}}}
 	for b.Loop() {
-		_ = l.KeyFilter(42, conds)
+		_ = l.KeyRegex(42, conds)
 	}
 }

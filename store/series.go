@@ -44,7 +44,7 @@ func (s *Store) findSeries(ctx context.Context, p *queryPlan, group []metricRef,
 	var tasks []task
 	var ranges []rowkey.Range
 	for _, m := range group {
-		filter := s.layout.KeyFilter(m.uid, p.conds)
+		filter := keyFilter(s.layout.KeyRegex(m.uid, p.conds))
 		ranges = s.layout.AppendScanRanges(ranges[:0], m.uid, startHour, endHour)
 		for _, r := range ranges {
 			tasks = append(tasks, task{m.uid, filter, r})
@@ -186,4 +186,13 @@ func (p *queryPlan) accept(tags []rowkey.TagPair, vNames []string, vIdx map[uint
 		}
 	}
 	return true
+}
+
+// keyFilter is the storage interface's filter for a row-key regex; nil for
+// none.
+func keyFilter(regex string) *table.KeyFilter {
+	if regex == "" {
+		return nil
+	}
+	return &table.KeyFilter{Regex: regex}
 }
