@@ -2,6 +2,7 @@ package cellcodec
 
 import (
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/histogram"
@@ -54,14 +55,27 @@ func FuzzDecodeChunk(f *testing.F) {
 			if c.Encoding != chunkenc.EncHistogram && c.Encoding != chunkenc.EncFloatHistogram {
 				t.Fatalf("accepted encoding %s", c.Encoding)
 			}
-			// The chunk's bits are not decoded here: chunkenc's histogram
-			// iterator sizes its bucket slices from the span lengths in
-			// the chunk, so a corrupt chunk can make it allocate without
-			// bound (testdata/fuzz/FuzzDecodeChunk/histogram-chunk-huge-spans). The
-			// backend's checksums guard stored bytes; what this package
-			// writes is checked by decoding it before it is stored.
 			if len(c.Hints) == 0 || len(c.Data) < histChunkHeaderLen {
 				t.Fatalf("accepted a histogram chunk without header or hints: %+v", c)
+			}
+			// chunkenc sizes its bucket slices from the chunk's layout:
+			// checkHistLayout must keep what a corrupt chunk makes it
+			// allocate in proportion to the chunk
+			// (testdata/fuzz/FuzzDecodeChunk/histogram-chunk-huge-spans).
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			hs, err := AppendChunkHistograms(nil, c, math.MinInt64, math.MaxInt64)
+			runtime.ReadMemStats(&after)
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > uint64(1<<20+20_000*len(v)) {
+				t.Fatalf("decoding a %d-byte histogram chunk allocated %d bytes", len(v), grew)
+			}
+			if err != nil {
+				return
+			}
+			for i, s := range hs {
+				if s.T < c.MinT || s.T > c.MaxT || (i > 0 && s.T <= hs[i-1].T) {
+					t.Fatalf("histogram %d at %d: outside [%d, %d] or not ascending", i, s.T, c.MinT, c.MaxT)
+				}
 			}
 			return
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/histogram"
@@ -232,4 +234,47 @@ func promChunkBytes(samples []HistogramSample) int {
 		app = a
 	}
 	return total + len(c.Bytes())
+}
+
+// TestCheckHistLayout: the layout check accepts every chunk the builder
+// makes (integer, float, custom bounds, many spans) and refuses a layout
+// promising more buckets than the chunk has bits.
+func TestCheckHistLayout(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	chunks := 0
+	for range 300 {
+		g := histgen.New(rng, true)
+		var hs []HistogramSample
+		for i := range 1 + rng.IntN(60) {
+			s := g.Next(testHour + int64(i)*15_000)
+			hs = append(hs, HistogramSample{T: s.T, H: s.H, FH: s.FH})
+		}
+		for len(hs) > 0 {
+			_, data, _, n := NextHistogramChunk(hs)
+			if n == 0 {
+				hs = hs[1:] // kept raw
+				continue
+			}
+			if err := checkHistLayout(data); err != nil {
+				t.Fatalf("chunk of %d samples refused: %v", n, err)
+			}
+			chunks++
+			hs = hs[n:]
+		}
+	}
+	if chunks < 300 {
+		t.Fatalf("only %d chunks checked", chunks)
+	}
+	// One positive span of 2^25-1 buckets in a chunk of a few bytes: zero
+	// threshold 0, schema 0, one span (varbit 10 001), its length (varbit
+	// 1111110 and 25 ones), offset 0, no negative span.
+	bits := "00000000" + "0" + "10001" + "1111110" + strings.Repeat("1", 25) + "0" + "0" + strings.Repeat("0", 40)
+	bad := []byte{0, 1, 0}
+	for i := 0; i+8 <= len(bits); i += 8 {
+		b, _ := strconv.ParseUint(bits[i:i+8], 2, 8)
+		bad = append(bad, byte(b))
+	}
+	if err := checkHistLayout(bad); !errors.Is(err, ErrMalformedCell) {
+		t.Fatalf("huge span accepted: %v", err)
+	}
 }

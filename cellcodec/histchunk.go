@@ -126,8 +126,8 @@ func AppendChunkHistograms(dst []HistogramSample, c Chunk, mint, maxt int64) ([]
 	default:
 		return dst, fmt.Errorf("%w: chunk encoding %s is no histogram encoding", ErrMalformedCell, c.Encoding)
 	}
-	if len(c.Data) < histChunkHeaderLen {
-		return dst, fmt.Errorf("%w: histogram chunk of %d bytes has no header", ErrMalformedCell, len(c.Data))
+	if err := checkHistLayout(c.Data); err != nil {
+		return dst, fmt.Errorf("histogram chunk [%d, %d]: %w", c.MinT, c.MaxT, err)
 	}
 	ch.Reset(c.Data)
 	start := len(dst)
