@@ -40,7 +40,7 @@ compose-test:
 	scripts/compose-test.sh
 
 # Fault tests of the HBase client on a two-region-server HBase started for the
-# run (about 10 minutes): a region server frozen, killed, regions moved and
+# run (about 7 minutes): a region server frozen, killed, regions moved and
 # split under a write load; 0 acknowledged writes may be lost.
 .PHONY: test-faults
 test-faults:
