@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -250,6 +251,9 @@ func serve(cfg *config, logger *slog.Logger) error {
 	mux.Handle("/api/v1/write", remote.NewWriteHandler(st, cfg.write, m, logger))
 	mux.Handle("/api/v1/read", remote.NewReadHandler(st, cfg.read, m, logger))
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// Go's profiles, where Prometheus serves them: on the web port.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Healthy.")
 	})
