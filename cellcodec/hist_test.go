@@ -211,29 +211,8 @@ func BenchmarkNextHistogramChunk(b *testing.B) {
 		_, _, out = cutAll(b, samples)
 	}
 	b.ReportMetric(float64(out)/float64(len(samples)), "cellbytes/sample")
-	b.ReportMetric(float64(promChunkBytes(samples))/float64(len(samples)), "prombytes/sample")
-}
-
-// promChunkBytes is the size of samples in histogram chunks as Prometheus's
-// appender cuts them by size, without our exactness checks.
-func promChunkBytes(samples []HistogramSample) int {
-	total := 0
-	c := chunkenc.NewHistogramChunk()
-	app, _ := c.Appender()
-	for i, s := range samples {
-		if i > 0 && c.NumSamples() >= chunkenc.MinSamplesPerHistogramChunk && len(c.Bytes()) >= chunkenc.TargetBytesPerHistogramChunk {
-			total += len(c.Bytes())
-			c = chunkenc.NewHistogramChunk()
-			app, _ = c.Appender()
-		}
-		nc, _, a, _ := app.AppendHistogram(nil, 0, s.T, s.H.Copy(), false)
-		if nc != nil {
-			total += len(c.Bytes())
-			c = nc.(*chunkenc.HistogramChunk)
-		}
-		app = a
-	}
-	return total + len(c.Bytes())
+	prom := histgen.PromChunkBytes(len(samples), func(i int) (int64, *histogram.Histogram) { return samples[i].T, samples[i].H })
+	b.ReportMetric(float64(prom)/float64(len(samples)), "prombytes/sample")
 }
 
 // TestCheckHistLayout: the layout check accepts every chunk the builder

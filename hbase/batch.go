@@ -463,15 +463,13 @@ var (
 // actions to retry, the rest of the cell block, and the last error seen.
 func (c *Client) regionResult(actions []int, r *RegionInfo, rar *pb.RegionActionResult, block []byte, errs []error, ops *batchOps) ([]int, []byte, error) {
 	if x := rar.GetException(); x != nil {
-		e := hrpc.FromNameBytes(x)
+		e := c.regionException(r, x)
 		if e.Kind() == hrpc.Fatal {
 			for _, i := range actions {
 				errs[i] = fmt.Errorf("region %q: %w", r.Name, e)
 			}
 			return nil, block, e
 		}
-		c.noteRetry(e.Kind(), e)
-		c.forget(e.Kind(), r, nil, e)
 		return actions, block, e
 	}
 	var retry []int
@@ -497,14 +495,12 @@ func (c *Client) regionResult(actions []int, r *RegionInfo, rar *pb.RegionAction
 		}
 		answered[i] = true
 		if x := roe.GetException(); x != nil {
-			e := hrpc.FromNameBytes(x)
+			e := c.regionException(r, x)
 			last = e
 			if e.Kind() == hrpc.Fatal {
 				errs[i] = fmt.Errorf("action %d in region %q: %w", i, r.Name, e)
 				continue
 			}
-			c.noteRetry(e.Kind(), e)
-			c.forget(e.Kind(), r, nil, e)
 			retry = append(retry, i)
 			continue
 		}
@@ -534,6 +530,18 @@ func (c *Client) regionResult(actions []int, r *RegionInfo, rar *pb.RegionAction
 	return retry, block, last
 }
 
+// regionException decodes an exception a region server answered for region
+// r and, unless it is fatal, counts the retry and drops what the client
+// caches that the exception says is stale (the region's location, meta's).
+func (c *Client) regionException(r *RegionInfo, x *pb.NameBytesPair) *hrpc.Exception {
+	e := hrpc.FromNameBytes(x)
+	if e.Kind() != hrpc.Fatal {
+		c.noteRetry(e.Kind(), e)
+		c.forget(e.Kind(), r, nil, e)
+	}
+	return e
+}
+
 // barrierResult checks the answer to the barrier at region action k and
 // returns the rest of the cell block.
 func (c *Client) barrierResult(r *RegionInfo, results []*pb.RegionActionResult, k int, block []byte) ([]byte, error) {
@@ -542,10 +550,7 @@ func (c *Client) barrierResult(r *RegionInfo, results []*pb.RegionActionResult, 
 	}
 	rar := results[k]
 	if x := rar.GetException(); x != nil {
-		e := hrpc.FromNameBytes(x)
-		c.noteRetry(e.Kind(), e)
-		c.forget(e.Kind(), r, nil, e)
-		return block, fmt.Errorf("region %q: WAL barrier: %w", r.Name, e)
+		return block, fmt.Errorf("region %q: WAL barrier: %w", r.Name, c.regionException(r, x))
 	}
 	roes := rar.GetResultOrException()
 	if len(roes) == 0 {
@@ -559,10 +564,7 @@ func (c *Client) barrierResult(r *RegionInfo, results []*pb.RegionActionResult, 
 			}
 		}
 		if x := roe.GetException(); x != nil {
-			e := hrpc.FromNameBytes(x)
-			c.noteRetry(e.Kind(), e)
-			c.forget(e.Kind(), r, nil, e)
-			return block, fmt.Errorf("region %q: WAL barrier: %w", r.Name, e)
+			return block, fmt.Errorf("region %q: WAL barrier: %w", r.Name, c.regionException(r, x))
 		}
 	}
 	return block, nil

@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/prom-hbase/prom-hbase/cellcodec/histgen"
 )
@@ -79,7 +78,7 @@ func BenchmarkCompactHistograms(b *testing.B) {
 		batch := histogramBatch(series, samples, start, "bench")
 		if n == 0 {
 			for _, in := range batch {
-				promBytes += promHistogramChunkBytes(in.Histograms)
+				promBytes += histgen.PromChunkBytes(len(in.Histograms), func(i int) (int64, *histogram.Histogram) { return in.Histograms[i].T, in.Histograms[i].H })
 			}
 		}
 		if err := s.Write(ctx, batch); err != nil {
@@ -120,26 +119,4 @@ func countHistograms(b *testing.B, ss SeriesSet) int {
 		b.Fatal(err)
 	}
 	return n
-}
-
-// promHistogramChunkBytes is the size of samples in histogram chunks as
-// Prometheus's appender cuts them by size alone (no exactness checks).
-func promHistogramChunkBytes(hs []HistogramSample) int {
-	total := 0
-	c := chunkenc.NewHistogramChunk()
-	app, _ := c.Appender()
-	for i, s := range hs {
-		if i > 0 && c.NumSamples() >= chunkenc.MinSamplesPerHistogramChunk && len(c.Bytes()) >= chunkenc.TargetBytesPerHistogramChunk {
-			total += len(c.Bytes())
-			c = chunkenc.NewHistogramChunk()
-			app, _ = c.Appender()
-		}
-		nc, _, a, _ := app.AppendHistogram(nil, 0, s.T, s.H.Copy(), false)
-		if nc != nil {
-			total += len(c.Bytes())
-			c = nc.(*chunkenc.HistogramChunk)
-		}
-		app = a
-	}
-	return total + len(c.Bytes())
 }
