@@ -326,6 +326,20 @@ func (c *Client) MoveRegion(ctx context.Context, table string, row []byte, dest 
 	return nil
 }
 
+// LiveRegionServers returns the host:port of every live region server, as
+// ZooKeeper lists them.
+func (c *Client) LiveRegionServers(ctx context.Context) ([]string, error) {
+	servers, err := c.zk.RegionServers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(servers))
+	for i, s := range servers {
+		out[i] = s.Addr()
+	}
+	return out, nil
+}
+
 // liveStartCode returns the start code of the live region server at addr.
 // A move must name it: a server restarted on the same host and port is
 // another server to the master, and a destination without a start code may

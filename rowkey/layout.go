@@ -37,8 +37,8 @@ type Layout struct {
 
 // DefaultLayout is the layout of DESIGN.md: 3-byte metric and tag key UIDs,
 // 4-byte tag value UIDs (3 bytes run out in Kubernetes fleets with pod churn),
-// and 16 salt buckets (one region per bucket from the start, so writes spread
-// over 16 regions at once).
+// and 16 salt buckets (one metric's writes spread over up to 16 regions, and
+// a query scans 16 key ranges in parallel).
 var DefaultLayout = Layout{SaltBuckets: 16, MetricWidth: 3, TagKWidth: 3, TagVWidth: 4}
 
 // Validate reports the first setting outside its range, by name.

@@ -45,6 +45,13 @@ type Config struct {
 	// Layout fixes the row keys. Zero widths take the defaults (3, 3, 4); a
 	// SaltBuckets of 0 means DefaultSaltBuckets, 1 means no salt byte.
 	Layout rowkey.Layout
+	// DataRegions is how many regions the data table is created with,
+	// split at salt bucket boundaries (0, or more than the buckets: one per
+	// bucket). Each write request costs HBase one region operation per
+	// region it touches, and a request's series fall in every bucket: more
+	// regions than region servers buy no spreading and cost every small
+	// request (the adapter's default: one per live region server).
+	DataRegions int
 	// Retention is the data family's TTL, counted from each sample's time
 	// (0: keep forever).
 	Retention time.Duration

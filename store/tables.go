@@ -45,12 +45,22 @@ func dataTableSpec(cfg Config) table.TableSpec {
 			NewVersionBehavior: true,
 		}},
 	}
-	// One region per salt bucket from the start: a bucket's rows all begin
-	// with its byte.
-	for b := 1; b < cfg.Layout.SaltBuckets; b++ {
-		spec.SplitKeys = append(spec.SplitKeys, []byte{byte(b)})
-	}
+	spec.SplitKeys = dataSplitKeys(cfg.Layout.SaltBuckets, cfg.DataRegions)
 	return spec
+}
+
+// dataSplitKeys splits buckets salt buckets into regions regions of
+// near-equal bucket counts (0 or more than buckets: one per bucket): a
+// bucket's rows all begin with its byte, so the split keys are bucket bytes.
+func dataSplitKeys(buckets, regions int) [][]byte {
+	if regions <= 0 || regions > buckets {
+		regions = buckets
+	}
+	var keys [][]byte
+	for r := 1; r < regions; r++ {
+		keys = append(keys, []byte{byte(r * buckets / regions)})
+	}
+	return keys
 }
 
 // ensureTable opens the table of spec, creating it when absent, and brings

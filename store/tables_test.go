@@ -126,3 +126,31 @@ func TestOpenAltersExistingTables(t *testing.T) {
 		}
 	})
 }
+
+func TestDataSplitKeys(t *testing.T) {
+	for _, c := range []struct {
+		buckets, regions int
+		want             []byte
+	}{
+		{16, 0, []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}},
+		{16, 16, []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}},
+		{16, 99, []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}},
+		{16, 1, nil},
+		{16, 4, []byte{4, 8, 12}},
+		{16, 3, []byte{5, 10}},
+		{1, 0, nil},
+		{1, 5, nil},
+		{256, 2, []byte{128}},
+	} {
+		var got []byte
+		for _, k := range dataSplitKeys(c.buckets, c.regions) {
+			if len(k) != 1 {
+				t.Fatalf("%d buckets, %d regions: split key %x is not one bucket byte", c.buckets, c.regions, k)
+			}
+			got = append(got, k[0])
+		}
+		if !bytes.Equal(got, c.want) {
+			t.Errorf("%d buckets, %d regions: split at %v, want %v", c.buckets, c.regions, got, c.want)
+		}
+	}
+}

@@ -77,6 +77,7 @@ type config struct {
 	retention    model.Duration
 	layout       rowkey.Layout
 	uidCacheSize int
+	dataRegions  int
 
 	write         remote.WriteConfig
 	maxBodyBytes  units.Base2Bytes
@@ -120,6 +121,8 @@ func parseFlags(args []string) (*config, error) {
 		Default("4").IntVar(&c.layout.TagVWidth)
 	app.Flag("salt.buckets", "Salt buckets of the row keys (1: no salt byte; 2..256). Fixed when the tables are created.").
 		Default(fmt.Sprint(store.DefaultSaltBuckets)).IntVar(&c.layout.SaltBuckets)
+	app.Flag("hbase.data-regions", "Regions the data table is created with, split at salt bucket boundaries (0: one per live region server; at most one per bucket). Used only when the table is created.").
+		Default("0").IntVar(&c.dataRegions)
 	app.Flag("uid.cache-size", "Entries of each of the six UID caches (forward and reverse, per kind); the default suits about a million active series. Hit ratio: promhbase_uid_cache_hits_total / (hits + misses).").
 		Default(fmt.Sprint(labels2uid.DefaultCacheSize)).IntVar(&c.uidCacheSize)
 
@@ -198,6 +201,24 @@ func openDB(ctx context.Context, cfg *config, logger *slog.Logger) (table.DB, er
 	return db, nil
 }
 
+// dataRegions is --hbase.data-regions, its default resolved: one region
+// per live region server, so that a new data table's writes spread over
+// every server and a request touches no more regions than that.
+func dataRegions(ctx context.Context, db table.DB, flag int) (int, error) {
+	if flag < 0 {
+		return 0, fmt.Errorf("--hbase.data-regions=%d: not a region count", flag)
+	}
+	hdb, ok := db.(*hbasetable.DB)
+	if flag != 0 || !ok {
+		return flag, nil
+	}
+	servers, err := hdb.Client().LiveRegionServers(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list the live region servers: %w", err)
+	}
+	return max(1, len(servers)), nil
+}
+
 func serve(cfg *config, logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -217,8 +238,13 @@ func serve(cfg *config, logger *slog.Logger) error {
 			logger.Error("closing storage", "err", err)
 		}
 	}()
+	regions, err := dataRegions(ctx, db, cfg.dataRegions)
+	if err != nil {
+		return err
+	}
 	faultDB, armFaults := cfg.testing.wrap(db, logger)
 	st, err := store.Open(ctx, tablemetrics.Wrap(faultDB, tablemetrics.NewMetrics(reg)), store.Config{
+		DataRegions:         regions,
 		TablePrefix:         cfg.tablePrefix,
 		Layout:              cfg.layout,
 		Retention:           time.Duration(cfg.retention),

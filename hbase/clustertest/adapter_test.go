@@ -154,7 +154,7 @@ func startAdapter(t *testing.T, cl *cluster, prefix string) string {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--web.listen-address="+addr, "--hbase.zookeeper-quorum="+cl.zk,
-		"--hbase.zookeeper-root="+hbasetest.ZKRoot(), "--hbase.table-prefix="+prefix, "--salt.buckets=8")
+		"--hbase.zookeeper-root="+hbasetest.ZKRoot(), "--hbase.table-prefix="+prefix, "--salt.buckets=8", "--hbase.data-regions=8")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
