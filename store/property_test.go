@@ -153,9 +153,12 @@ func testProperty(t *testing.T, db table.DB, prefix string, queries int) {
 	// Small batches so that a query's phase two crosses batch limits; a
 	// prefetch budget that phase one never uses, sometimes outgrows, or that
 	// holds every row.
-	prefetch := []int{-1, 300, 3000, 0}[rng.IntN(4)]
-	t.Logf("prefetch budget %d", prefetch)
-	s := openStore(t, db, Config{TablePrefix: prefix, ReadBatchSeries: 3, ReadBatchRows: 5, ReadPrefetchBytes: prefetch, Layout: rowkey.Layout{SaltBuckets: 4}})
+	// The data table in one region (phase one reads a metric's four bucket
+	// ranges with one scan) or two, or one per bucket.
+	prefetch, regions := []int{-1, 300, 3000, 0}[rng.IntN(4)], rng.IntN(3)
+	t.Logf("prefetch budget %d, data regions %d", prefetch, regions)
+	s := openStore(t, db, Config{TablePrefix: prefix, ReadBatchSeries: 3, ReadBatchRows: 5, ReadPrefetchBytes: prefetch,
+		DataRegions: regions, Layout: rowkey.Layout{SaltBuckets: 4}})
 
 	base := int64(1_750_000_000_000) / hour * hour
 	window := [2]int64{base - 2*hour, base + 2*hour}

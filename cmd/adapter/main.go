@@ -16,6 +16,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -77,7 +78,7 @@ type config struct {
 	retention    model.Duration
 	layout       rowkey.Layout
 	uidCacheSize int
-	dataRegions  int
+	dataRegions  string
 
 	write         remote.WriteConfig
 	maxBodyBytes  units.Base2Bytes
@@ -121,8 +122,8 @@ func parseFlags(args []string) (*config, error) {
 		Default("4").IntVar(&c.layout.TagVWidth)
 	app.Flag("salt.buckets", "Salt buckets of the row keys (1: no salt byte; 2..256). Fixed when the tables are created.").
 		Default(fmt.Sprint(store.DefaultSaltBuckets)).IntVar(&c.layout.SaltBuckets)
-	app.Flag("hbase.data-regions", "Regions the data table is created with, split at salt bucket boundaries (0: one per live region server; at most one per bucket). Used only when the table is created.").
-		Default("0").IntVar(&c.dataRegions)
+	app.Flag("hbase.data-regions", "Regions the data table is created with, split at salt bucket boundaries (0: one per bucket; 'auto': one per live region server). Fewer regions make small write requests cheaper and reads of small metrics dearer. Used only when the table is created.").
+		Default("0").StringVar(&c.dataRegions)
 	app.Flag("uid.cache-size", "Entries of each of the six UID caches (forward and reverse, per kind); the default suits about a million active series. Hit ratio: promhbase_uid_cache_hits_total / (hits + misses).").
 		Default(fmt.Sprint(labels2uid.DefaultCacheSize)).IntVar(&c.uidCacheSize)
 
@@ -201,16 +202,19 @@ func openDB(ctx context.Context, cfg *config, logger *slog.Logger) (table.DB, er
 	return db, nil
 }
 
-// dataRegions is --hbase.data-regions, its default resolved: one region
-// per live region server, so that a new data table's writes spread over
-// every server and a request touches no more regions than that.
-func dataRegions(ctx context.Context, db table.DB, flag int) (int, error) {
-	if flag < 0 {
-		return 0, fmt.Errorf("--hbase.data-regions=%d: not a region count", flag)
+// dataRegions is --hbase.data-regions as a region count: a number, or
+// "auto", one region per live region server.
+func dataRegions(ctx context.Context, db table.DB, flag string) (int, error) {
+	if flag != "auto" {
+		n, err := strconv.Atoi(flag)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("--hbase.data-regions=%s: neither a region count nor auto", flag)
+		}
+		return n, nil
 	}
 	hdb, ok := db.(*hbasetable.DB)
-	if flag != 0 || !ok {
-		return flag, nil
+	if !ok {
+		return 0, nil
 	}
 	servers, err := hdb.Client().LiveRegionServers(ctx)
 	if err != nil {
