@@ -1,0 +1,78 @@
+// Package opentsdb is an import source (importer.Source) that reads the
+// history an OpenTSDB 2.x keeps on HBase: its data table (`tsdb`) and its
+// UID table (`tsdb-uid`), on the HBase the store uses, read with package
+// hbase's scanner. OpenTSDB need not run.
+//
+// It owns OpenTSDB's storage format as 2.4 writes it, and the mapping of
+// OpenTSDB names to Prometheus names. It must not know the store's layout
+// nor the import loop (package importer's).
+//
+// # What is read
+//
+// The UID table's family "name" maps UIDs to names (qualifiers metrics,
+// tagk, tagv; names are ISO-8859-1 bytes, as OpenTSDB writes them). A data
+// row key is [salt][metric UID][base time, u32 seconds][tagk UID, tagv UID]...;
+// its family "t" holds, per column:
+//
+//   - a 2-byte qualifier: one point, offset in seconds << 4 | flags (bit 3:
+//     float; low 3 bits: value length - 1). As OpenTSDB does, the value's
+//     own length wins over the flags, and an 8-byte value flagged as a 4-byte
+//     float (a bug of early OpenTSDB versions) is read as the float in its
+//     last 4 bytes when its first 4 are zero;
+//   - a 4-byte qualifier whose first nibble is 0xF: one point, offset in
+//     milliseconds << 6 | flags;
+//   - a longer even qualifier: a compacted column, the points' qualifiers
+//     concatenated (seconds and milliseconds mixed) and their values
+//     concatenated, followed by one meta byte;
+//   - an odd qualifier: an extended type named by its first byte. Appends
+//     (0x05, written with tsd.storage.enable_appends) hold (qualifier, value)
+//     pairs in the value and are read like points. Annotations (0x01) and
+//     histograms (0x06) have no Prometheus float counterpart and are skipped
+//     and counted (Stats), as are other prefixes.
+//
+// Integers (1, 2, 4 or 8 bytes, big-endian, signed) become float64: exact up
+// to 2^53 in magnitude, rounded to the nearest float64 beyond (an int64 near
+// 2^63 keeps about 16 significant digits). Floats (4 or 8 bytes, IEEE 754)
+// are converted exactly. A point whose layout is broken (a length OpenTSDB
+// cannot read, a compacted value of the wrong size) makes the unit fail with
+// the row key, as it makes OpenTSDB's queries fail, unless
+// Options.SkipCorrupt, which skips and counts the column instead.
+//
+// Points of a row at the same millisecond (a compacted column and a raw
+// one, a second and a millisecond qualifier for the same instant, the same
+// point written twice) keep the most recent write: the column with the
+// highest HBase timestamp, and within one column the later point. This is
+// what OpenTSDB's compaction keeps with tsd.storage.fix_duplicates=true;
+// without it OpenTSDB refuses to answer for such rows at all.
+//
+// # Names
+//
+// A Prometheus user can predict every name:
+//
+//   - the metric name: every character outside [a-zA-Z0-9_:] becomes '_'
+//     (so sys.cpu.user becomes sys_cpu_user, and each non-ASCII letter one
+//     '_'); a leading digit gets a '_' in front; Options.MetricPrefix, when
+//     set, goes in front of the result;
+//   - tag keys become label names the same way, without ':' (label names
+//     are [a-zA-Z_][a-zA-Z0-9_]*); a result starting with "__", reserved by
+//     Prometheus, gets "tag" in front (__foo becomes tag__foo);
+//   - tag values are kept as they are.
+//
+// Two OpenTSDB names that map to one Prometheus name (a.b and a_b) would
+// merge different series into one, mixing their samples silently. New
+// refuses such a pair among the metrics to import, and among all the UID
+// table's tag keys, naming both: the metric list (Options.Metrics) leaves
+// one metric out; tag keys can only be renamed in OpenTSDB.
+//
+// # Units
+//
+// A unit is one metric over one span of hours (Options.SpanHours, a UTC day
+// by default, aligned on the epoch), clipped to Options.MinTime and MaxTime;
+// its ID, "opentsdb:<metric>:<min ms>-<max ms>", is the same on every run
+// with the same options, so that the importer's resume state applies. Units
+// lists only the spans between each metric's first and last row (found by
+// a few one-row probes, per salt bucket). A unit scans the rows of its hours
+// in each salt bucket with bounded calls, decodes a bounded batch of rows at
+// a time and yields one series per row (a series-hour): memory does not grow
+// with the table.
+package opentsdb
