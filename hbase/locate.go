@@ -68,6 +68,14 @@ func (c *Client) forgetMeta() {
 	}
 }
 
+// RegionOf returns the region of table holding row, from the location
+// cache, or from hbase:meta on a miss. The answer may be stale by the time
+// it is used: it is for grouping work by region, never for correctness
+// (calls find their region themselves and follow it when it moves).
+func (c *Client) RegionOf(ctx context.Context, table string, row []byte) (*RegionInfo, error) {
+	return c.locate(ctx, table, row)
+}
+
 // locate returns the region of table holding row, from the cache or from
 // hbase:meta.
 func (c *Client) locate(ctx context.Context, table string, row []byte) (*RegionInfo, error) {

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/prom-hbase/prom-hbase/rowkey"
 	"github.com/prom-hbase/prom-hbase/table"
@@ -77,31 +79,51 @@ type rangeScan struct {
 	cellBuf []table.Cell
 }
 
-// scanRange lists the series of one scan range. A series lives in one salt
-// bucket, so no two ranges return the same series.
-func (s *Store) scanRange(ctx context.Context, metric uint64, r rowkey.Range, filter *table.KeyFilter, conds []rowkey.TagCond, budget int) ([]seriesRef, error) {
+// scanRanges lists the series of the ranges one scan serves. A series
+// lives in one salt bucket, so no two ranges return the same series.
+func (s *Store) scanRanges(ctx context.Context, metric uint64, ranges []table.RowRange, filter *table.KeyFilter, conds []rowkey.TagCond, budget int) ([]seriesRef, error) {
 	rs := &rangeScan{s: s, metric: metric, conds: conds, budget: budget, bySID: map[string]int{}}
-	start := r.Start
 	for {
-		next, err := rs.run(ctx, start, r.Stop, filter)
+		next, err := rs.run(ctx, ranges, filter)
 		if err != nil {
 			return nil, err
 		}
 		if next == nil {
 			return rs.out, nil
 		}
-		start = next
+		ranges = rangesFrom(ranges, next)
+		if len(ranges) == 0 {
+			return rs.out, nil
+		}
 	}
 }
 
-// run scans [start, stop). It returns where to go on with keys only when
-// the budget ran out, nil at the end of the range.
-func (rs *rangeScan) run(ctx context.Context, start, stop []byte, filter *table.KeyFilter) (next []byte, err error) {
+// rangesFrom is what is left of ranges from key on.
+func rangesFrom(ranges []table.RowRange, key []byte) []table.RowRange {
+	for len(ranges) > 0 && ranges[0].Stop != nil && bytes.Compare(ranges[0].Stop, key) <= 0 {
+		ranges = ranges[1:]
+	}
+	if len(ranges) == 0 {
+		return nil
+	}
+	out := slices.Clone(ranges)
+	if bytes.Compare(out[0].Start, key) < 0 {
+		out[0].Start = key
+	}
+	return out
+}
+
+// run scans ranges. It returns where to go on with keys only when the
+// budget ran out, nil at the end of the ranges.
+func (rs *rangeScan) run(ctx context.Context, ranges []table.RowRange, filter *table.KeyFilter) (next []byte, err error) {
 	keep := rs.budget > 0
-	sc := rs.s.data.Scan(ctx, table.ScanOptions{
-		Start: start, Stop: stop, Family: FamilyData,
-		KeyOnly: !keep, FirstCellOnly: !keep, Filter: filter,
-	})
+	opts := table.ScanOptions{Family: FamilyData, KeyOnly: !keep, FirstCellOnly: !keep, Filter: filter}
+	if len(ranges) == 1 {
+		opts.Start, opts.Stop = ranges[0].Start, ranges[0].Stop
+	} else {
+		opts.Ranges = ranges
+	}
+	sc := rs.s.data.Scan(ctx, opts)
 	defer sc.Close()
 	for sc.Next() {
 		row := sc.At()

@@ -10,13 +10,20 @@ import (
 	"github.com/prom-hbase/prom-hbase/table"
 )
 
-// TestScanRangePrefetch: a scan range keeps every row while they fit its
-// budget; one that outgrows it keeps none and still lists every series with
-// its hours, as a key-only scan does.
+// TestScanRangePrefetch: a scan of one range, or of the ranges of several
+// salt buckets at once, keeps every row while they fit its budget; one that
+// outgrows it keeps none and still lists every series with its hours, as a
+// key-only scan does.
 func TestScanRangePrefetch(t *testing.T) {
+	for _, buckets := range []int{1, 4} {
+		t.Run(fmt.Sprintf("buckets=%d", buckets), func(t *testing.T) { testScanRangePrefetch(t, buckets) })
+	}
+}
+
+func testScanRangePrefetch(t *testing.T, buckets int) {
 	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
 		ctx := context.Background()
-		s := openStore(t, db, Config{TablePrefix: prefix, Layout: rowkey.Layout{SaltBuckets: 1}})
+		s := openStore(t, db, Config{TablePrefix: prefix, Layout: rowkey.Layout{SaltBuckets: buckets}})
 		t0 := int64(1_760_000_000_000) / hour * hour
 		const nSeries, hours, perHour = 30, 3, 20
 		for h := range int64(hours) {
@@ -39,16 +46,19 @@ func TestScanRangePrefetch(t *testing.T) {
 		}
 		metric := b.UIDs[labels2uid.Metric][0]
 		startHour, endHour, _ := rowkey.HourRange(t0, t0+hours*hour-1)
-		rs := s.layout.AppendScanRanges(nil, metric, startHour, endHour)
-		if len(rs) != 1 {
-			t.Fatalf("%d ranges, want 1", len(rs))
+		var ranges []table.RowRange
+		for _, r := range s.layout.AppendScanRanges(nil, metric, startHour, endHour) {
+			ranges = append(ranges, table.RowRange(r))
+		}
+		if len(ranges) != buckets {
+			t.Fatalf("%d ranges, want %d", len(ranges), buckets)
 		}
 		all := nSeries * hours * perHour * (4 + 8) // qualifier and value bytes
 		for _, tc := range []struct {
 			budget int
 			kept   bool
 		}{{0, false}, {all, true}, {all / 2, false}} {
-			found, err := s.scanRange(ctx, metric, rs[0], nil, nil, tc.budget)
+			found, err := s.scanRanges(ctx, metric, ranges, nil, nil, tc.budget)
 			if err != nil {
 				t.Fatal(err)
 			}

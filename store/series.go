@@ -31,24 +31,16 @@ type seriesRef struct {
 }
 
 // findSeries runs phase one for one group of metrics (DESIGN.md section 4,
-// step 2): one scan per (metric, salt bucket) over the query's hours, in
-// parallel, collecting the distinct series and, when prefetch is set and
-// within the budget, their rows (prefetch.go); then their labels
-// resolved, the post matchers applied, and the series sorted by labels.
+// step 3): per metric, one scan per group of its salt buckets' ranges that
+// the backend serves together (HBase: the ranges in one region), over the
+// query's hours, in parallel, collecting the distinct series and, when
+// prefetch is set and within the budget, their rows (prefetch.go); then
+// their labels resolved, the post matchers applied, and the series sorted by
+// labels.
 func (s *Store) findSeries(ctx context.Context, p *queryPlan, group []metricRef, startHour, endHour uint32, prefetch bool) ([]seriesRef, error) {
-	type task struct {
-		metric uint64
-		filter *table.KeyFilter
-		r      rowkey.Range
-	}
-	var tasks []task
-	var ranges []rowkey.Range
-	for _, m := range group {
-		filter := keyFilter(s.layout.KeyRegex(m.uid, p.conds))
-		ranges = s.layout.AppendScanRanges(ranges[:0], m.uid, startHour, endHour)
-		for _, r := range ranges {
-			tasks = append(tasks, task{m.uid, filter, r})
-		}
+	tasks, err := s.scanTasks(ctx, p, group, startHour, endHour)
+	if err != nil {
+		return nil, err
 	}
 	share := 0
 	if prefetch && s.cfg.ReadPrefetchBytes > 0 && len(tasks) > 0 {
@@ -68,7 +60,7 @@ func (s *Store) findSeries(ctx context.Context, p *queryPlan, group []metricRef,
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			found, err := s.scanRange(ctx, t.metric, t.r, t.filter, p.conds, share)
+			found, err := s.scanRanges(ctx, t.metric, t.ranges, t.filter, p.conds, share)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -85,12 +77,50 @@ func (s *Store) findSeries(ctx context.Context, p *queryPlan, group []metricRef,
 	if first != nil {
 		return nil, first
 	}
-	series, err := s.labelSeries(ctx, p, group, series)
+	series, err = s.labelSeries(ctx, p, group, series)
 	if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(series, func(a, b seriesRef) int { return labels.Compare(a.lset, b.lset) })
 	return series, nil
+}
+
+// scanTask is one scan of phase one: ranges of one metric that one scan
+// serves.
+type scanTask struct {
+	metric uint64
+	filter *table.KeyFilter
+	ranges []table.RowRange
+}
+
+// scanTasks cuts phase one into scans: per metric, its ranges grouped as
+// the data table serves them together.
+func (s *Store) scanTasks(ctx context.Context, p *queryPlan, group []metricRef, startHour, endHour uint32) ([]scanTask, error) {
+	var (
+		tasks  []scanTask
+		ranges []rowkey.Range
+	)
+	for _, m := range group {
+		filter := keyFilter(s.layout.KeyRegex(m.uid, p.conds))
+		ranges = s.layout.AppendScanRanges(ranges[:0], m.uid, startHour, endHour)
+		rows := make([]table.RowRange, 0, len(ranges))
+		for _, r := range ranges {
+			if r.Stop == nil {
+				// The last range of the key space: a range scan of its own.
+				tasks = append(tasks, scanTask{m.uid, filter, []table.RowRange{table.RowRange(r)}})
+				continue
+			}
+			rows = append(rows, table.RowRange(r))
+		}
+		groups, err := table.GroupRanges(ctx, s.data, rows)
+		if err != nil {
+			return nil, fmt.Errorf("phase one: %w", err)
+		}
+		for _, g := range groups {
+			tasks = append(tasks, scanTask{m.uid, filter, g})
+		}
+	}
+	return tasks, nil
 }
 
 // sidTags appends the tag pairs of a series ID.

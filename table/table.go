@@ -9,8 +9,10 @@
 package table
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -47,6 +49,12 @@ type Scanner interface {
 type ScanOptions struct {
 	// Start is inclusive, Stop exclusive; nil means the table's start or end.
 	Start, Stop []byte
+	// Ranges, when not empty, restricts the scan to the rows in any of
+	// these ranges, which must be sorted, disjoint and non-empty, each with
+	// a Stop; Start and Stop are then ignored. One scan of several ranges
+	// costs a backend one scanner where one scan each would cost one each
+	// (HBase: a scan RPC and a region scanner per range, see RangeGrouper).
+	Ranges []RowRange
 	// Family restricts the scan to one family; empty means all.
 	Family string
 	// KeyOnly returns cells with empty values (qualifiers and timestamps kept).
@@ -139,6 +147,52 @@ type RowRangeDeleter interface {
 
 // RowRange is a range of row keys: Start inclusive, Stop exclusive.
 type RowRange struct{ Start, Stop []byte }
+
+// RangeGrouper is a Table that tells which ranges one scan serves at the
+// cost of one: HBase serves ranges held by one region with one scanner (a
+// MultiRowRangeFilter), while ranges in different regions, often on
+// different servers, are better scanned in parallel. Wrappers implement it
+// by forwarding, and answer one group per range when the table they wrap
+// does not.
+type RangeGrouper interface {
+	// GroupRanges splits ranges (sorted, disjoint) into groups of ranges to
+	// scan together with ScanOptions.Ranges, each group sorted, together
+	// holding every range once. The grouping is a hint: a stale one costs
+	// speed, never rows.
+	GroupRanges(ctx context.Context, ranges []RowRange) ([][]RowRange, error)
+}
+
+// GroupRanges groups ranges with t's RangeGrouper, or one group per range
+// when t has none.
+func GroupRanges(ctx context.Context, t Table, ranges []RowRange) ([][]RowRange, error) {
+	if g, ok := t.(RangeGrouper); ok {
+		return g.GroupRanges(ctx, ranges)
+	}
+	return Ungrouped(ranges), nil
+}
+
+// CheckRanges enforces ScanOptions.Ranges' contract: sorted, disjoint,
+// non-empty ranges, each with a Stop.
+func CheckRanges(ranges []RowRange) error {
+	for i, r := range ranges {
+		if r.Stop == nil || bytes.Compare(r.Start, r.Stop) >= 0 {
+			return fmt.Errorf("scan range %d [%q, %q) is empty or open", i, r.Start, r.Stop)
+		}
+		if i > 0 && bytes.Compare(ranges[i-1].Stop, r.Start) > 0 {
+			return fmt.Errorf("scan range %d starts before range %d ends", i, i-1)
+		}
+	}
+	return nil
+}
+
+// Ungrouped is one group per range.
+func Ungrouped(ranges []RowRange) [][]RowRange {
+	out := make([][]RowRange, len(ranges))
+	for i := range ranges {
+		out[i] = ranges[i : i+1 : i+1]
+	}
+	return out
+}
 
 // CondPut is one conditional write of CheckAndPutBatch: Put (cells of Row)
 // is written only if the cell (Row, Family, Qualifier) holds Expected, or is

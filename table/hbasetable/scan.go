@@ -16,6 +16,10 @@ import (
 // filter (see Scan).
 func Filter(opts *table.ScanOptions) hrpc.Filter {
 	var fs []hrpc.Filter
+	if len(opts.Ranges) > 0 {
+		// First: its seek hints skip the gaps before the other filters run.
+		fs = append(fs, rangesFilter(opts.Ranges))
+	}
 	if f := opts.Filter; f != nil {
 		if f.Regex != "" {
 			// Java's find() matches anywhere and its $ also matches before
@@ -66,8 +70,24 @@ func fuzzyFilter(patterns []table.FuzzyKey) hrpc.Filter {
 	return hrpc.FilterList{Op: pb.FilterList_MUST_PASS_ONE, Filters: any}
 }
 
-// Scan iterates over a key range.
+func rangesFilter(ranges []table.RowRange) hrpc.Filter {
+	f := hrpc.MultiRowRangeFilter{Ranges: make([]hrpc.RowRange, len(ranges))}
+	for i, r := range ranges {
+		f.Ranges[i] = hrpc.RowRange{Start: r.Start, StartInclusive: true, Stop: r.Stop}
+	}
+	return f
+}
+
+// Scan iterates over a key range, or over the ranges of opts.Ranges with
+// one scanner: from the first range's start to the last one's stop, a
+// MultiRowRangeFilter making the region server seek over the gaps.
 func (t *Table) Scan(ctx context.Context, opts table.ScanOptions) table.Scanner {
+	if n := len(opts.Ranges); n > 0 {
+		if err := table.CheckRanges(opts.Ranges); err != nil {
+			return &scanner{err: fmt.Errorf("hbasetable: scan %s: %w", t.name, err)}
+		}
+		opts.Start, opts.Stop = opts.Ranges[0].Start, opts.Ranges[n-1].Stop
+	}
 	s := &hrpc.Scan{Start: opts.Start, Stop: opts.Stop, Filter: Filter(&opts)}
 	if opts.Family != "" {
 		s.Families = [][]byte{[]byte(opts.Family)}
@@ -85,6 +105,7 @@ func (t *Table) Scan(ctx context.Context, opts table.ScanOptions) table.Scanner 
 }
 
 type scanner struct {
+	err       error // set when the scan could not start
 	sc        *hbase.Scanner
 	name      string
 	firstOnly bool
@@ -94,7 +115,7 @@ type scanner struct {
 }
 
 func (s *scanner) Next() bool {
-	if !s.sc.Next() {
+	if s.err != nil || !s.sc.Next() {
 		return false
 	}
 	r := s.sc.At()
@@ -109,10 +130,42 @@ func (s *scanner) Next() bool {
 func (s *scanner) At() table.Row { return s.row }
 
 func (s *scanner) Err() error {
+	if s.err != nil {
+		return s.err
+	}
 	if err := s.sc.Err(); err != nil {
 		return fmt.Errorf("hbasetable: scan %s: %w", s.name, err)
 	}
 	return nil
 }
 
-func (s *scanner) Close() error { return s.sc.Close() }
+func (s *scanner) Close() error {
+	if s.sc == nil {
+		return nil
+	}
+	return s.sc.Close()
+}
+
+// GroupRanges groups the ranges by the region their start lies in, as the
+// client's location cache has it: one scan per region then serves them. A
+// range that crosses into the next region stays whole in its first group
+// (the scanner follows it across).
+func (t *Table) GroupRanges(ctx context.Context, ranges []table.RowRange) ([][]table.RowRange, error) {
+	var (
+		out  [][]table.RowRange
+		last *hbase.RegionInfo
+	)
+	for i, r := range ranges {
+		reg, err := t.c.RegionOf(ctx, t.name, r.Start)
+		if err != nil {
+			return nil, fmt.Errorf("hbasetable: locate %s: %w", t.name, err)
+		}
+		if last != nil && string(reg.Name) == string(last.Name) {
+			out[len(out)-1] = append(out[len(out)-1], ranges[i])
+			continue
+		}
+		out = append(out, []table.RowRange{ranges[i]})
+		last = reg
+	}
+	return out, nil
+}

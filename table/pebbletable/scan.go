@@ -19,6 +19,7 @@ type scanner struct {
 	opts    table.ScanOptions
 	family  int // -1: all
 	filter  *keyFilter
+	ranges  []table.RowRange // the ranges not passed yet (ScanOptions.Ranges)
 	cutoffs []int64
 	err     error
 	done    bool
@@ -53,6 +54,13 @@ func (t *tbl) Scan(ctx context.Context, opts table.ScanOptions) table.Scanner {
 		return s
 	}
 	lower, upper := t.prefix, t.end
+	if n := len(opts.Ranges); n > 0 {
+		if s.err = table.CheckRanges(opts.Ranges); s.err != nil {
+			return s
+		}
+		s.ranges = opts.Ranges
+		opts.Start, opts.Stop = opts.Ranges[0].Start, opts.Ranges[n-1].Stop
+	}
 	if opts.Start != nil {
 		lower = appendEscapedRow(append([]byte(nil), t.prefix...), opts.Start)
 	}
@@ -94,6 +102,12 @@ func (s *scanner) Next() bool {
 			}
 			if !s.enterRow(k) {
 				return false
+			}
+			if s.ranges != nil && !s.inRanges() {
+				if len(s.ranges) == 0 {
+					break
+				}
+				continue
 			}
 			if s.filter != nil && !s.filter.accept(s.keyBuf) {
 				it.SeekGE(s.pastRow())
@@ -149,6 +163,25 @@ func (s *scanner) enterRow(k []byte) bool {
 	}
 	s.keyBuf = row
 	s.rowPrefix = append(s.rowPrefix[:0], k[:p+n]...)
+	return true
+}
+
+// inRanges reports whether the current row lies in the scan's ranges. It
+// drops the ranges the row is past; when the row lies before the next
+// range, it seeks to that range's start.
+func (s *scanner) inRanges() bool {
+	for len(s.ranges) > 0 && bytes.Compare(s.keyBuf, s.ranges[0].Stop) >= 0 {
+		s.ranges = s.ranges[1:]
+	}
+	if len(s.ranges) == 0 {
+		return false
+	}
+	if bytes.Compare(s.keyBuf, s.ranges[0].Start) < 0 {
+		s.seekBuf = appendEscapedRow(append(s.seekBuf[:0], s.t.prefix...), s.ranges[0].Start)
+		s.it.SeekGE(s.seekBuf)
+		s.rowPrefix = s.rowPrefix[:0]
+		return false
+	}
 	return true
 }
 

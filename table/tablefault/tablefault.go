@@ -165,6 +165,12 @@ func (t *Table) CheckAndPutBatch(ctx context.Context, puts []table.CondPut) ([]b
 	return written, nil
 }
 
+// GroupRanges forwards to a table.RangeGrouper, without faults: it only
+// shapes the scans, whose faults are injected in Scan.
+func (t *Table) GroupRanges(ctx context.Context, ranges []table.RowRange) ([][]table.RowRange, error) {
+	return table.GroupRanges(ctx, t.Table, ranges)
+}
+
 func (t *Table) Scan(ctx context.Context, opts table.ScanOptions) table.Scanner {
 	if fail, _ := t.db.fault(); fail {
 		return errScanner{fmt.Errorf("scan %s: %w", t.name, ErrInjected)}

@@ -181,6 +181,13 @@ func (t *instrumentedTable) DeleteRows(ctx context.Context, ranges []table.RowRa
 	return err
 }
 
+// GroupRanges forwards to a table.RangeGrouper: a grouping is a local
+// lookup (the HBase client's location cache), not a storage call, and is
+// not timed.
+func (t *instrumentedTable) GroupRanges(ctx context.Context, ranges []table.RowRange) ([][]table.RowRange, error) {
+	return table.GroupRanges(ctx, t.t, ranges)
+}
+
 // Scan is timed from the call to Close: the whole life of the scan, since a
 // scanner fetches lazily and its errors surface in Err.
 func (t *instrumentedTable) Scan(ctx context.Context, opts table.ScanOptions) table.Scanner {

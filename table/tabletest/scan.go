@@ -149,3 +149,60 @@ func testScanCancel(t *testing.T, s *suite) {
 		t.Errorf("Err of a scan cancelled midway: got %v, want context.Canceled", err)
 	}
 }
+
+func testScanRanges(t *testing.T, s *suite) {
+	tb, all := scanTable(t, s)
+	row := func(i int) []byte { return fmt.Appendf(nil, "row%03d", i) }
+	rng := func(a, b int) table.RowRange { return table.RowRange{Start: row(a), Stop: row(b)} }
+	// Ranges within a region, across the split at row100, a one-row range,
+	// ranges next to each other, and one past the last row.
+	ranges := []table.RowRange{rng(3, 5), rng(10, 12), rng(98, 103), rng(150, 151), rng(151, 153),
+		rng(249, 252), {Start: []byte("row2995"), Stop: []byte("rox")}}
+	var want []table.Row
+	for _, r := range ranges {
+		for i := range all {
+			if k := string(all[i].Key); k >= string(r.Start) && k < string(r.Stop) {
+				want = append(want, all[i])
+			}
+		}
+	}
+	checkRows(t, "Scan of ranges", scan(t, tb, table.ScanOptions{Ranges: ranges}), want)
+	checkRows(t, "Scan of ranges, 1 row per call", scan(t, tb, table.ScanOptions{Ranges: ranges, RowsPerCall: 1}), want)
+	checkRows(t, "Scan of ranges, Start and Stop ignored", scan(t, tb, table.ScanOptions{Ranges: ranges, Start: row(200), Stop: row(201)}), want)
+	first := project(want, func(i int, _ table.Cell) bool { return i == 0 })
+	checkRows(t, "Scan of ranges, first cell, key only", scan(t, tb, table.ScanOptions{Ranges: ranges, FirstCellOnly: true, KeyOnly: true}), keyOnly(first))
+	checkRows(t, "Scan of ranges, family b, key filter", scan(t, tb, table.ScanOptions{Ranges: ranges, Family: famB,
+		Filter: &table.KeyFilter{Regex: `row..[1-3]`}}),
+		project(want, func(_ int, c table.Cell) bool {
+			k := string(c.Row)
+			return c.Family == famB && k[5] >= '1' && k[5] <= '3'
+		}))
+
+	groups, err := table.GroupRanges(t.Context(), tb, ranges)
+	if err != nil {
+		t.Fatalf("GroupRanges: %v", err)
+	}
+	var flat []table.RowRange
+	var got []table.Row
+	for _, g := range groups {
+		if len(g) == 0 {
+			t.Errorf("GroupRanges returned an empty group")
+		}
+		flat = append(flat, g...)
+		got = append(got, scan(t, tb, table.ScanOptions{Ranges: g})...)
+	}
+	if fmt.Sprint(flat) != fmt.Sprint(ranges) {
+		t.Errorf("GroupRanges: groups %q do not hold each range once, in order: %q", groups, ranges)
+	}
+	checkRows(t, "Scan of each group", got, want)
+
+	for _, bad := range [][]table.RowRange{
+		{rng(5, 3)}, {rng(3, 3)}, {{Start: row(3)}}, {rng(3, 10), rng(5, 12)},
+	} {
+		sc := tb.Scan(t.Context(), table.ScanOptions{Ranges: bad})
+		if sc.Next() || sc.Err() == nil {
+			t.Errorf("Scan of ranges %q: want an error", bad)
+		}
+		_ = sc.Close()
+	}
+}

@@ -39,6 +39,7 @@ func Run(t *testing.T, newDB func(t testing.TB) table.DB) {
 		{"PutAfterDelete", testPutAfterDelete},
 		{"Scan", testScan},
 		{"ScanCancel", testScanCancel},
+		{"ScanRanges", testScanRanges},
 		{"KeyFilter", testKeyFilter},
 		{"Increment", testIncrement},
 		{"CheckAndPut", testCheckAndPut},
