@@ -72,6 +72,7 @@ type readHandler struct {
 
 type readBuffers struct {
 	body, decoded, frame []byte
+	pending              []byte // frames of a streamed answer not sent yet
 	lbls                 []prompb.Label
 	chunks               []prompb.Chunk
 	enc                  seriesEncoder
@@ -392,7 +393,7 @@ func (h *readHandler) streamed(ctx context.Context, w http.ResponseWriter, queri
 		h.fail(w, errorf(http.StatusInternalServerError, "response writer cannot flush: streamed read unavailable"))
 		return
 	}
-	sw := &streamWriter{w: w, flusher: flusher, bufs: bufs, maxBytes: h.cfg.MaxBytesInFrame}
+	sw := &streamWriter{w: w, flusher: flusher, bufs: bufs, maxBytes: h.cfg.MaxBytesInFrame, delay: flushDelay}
 	cq, _ := h.q.(store.ChunkQuerier)
 	for i, q := range queries {
 		var err error
@@ -406,9 +407,8 @@ func (h *readHandler) streamed(ctx context.Context, w http.ResponseWriter, queri
 			return
 		}
 	}
-	if !sw.started {
-		w.Header().Set("Content-Type", streamedContentType)
-		w.WriteHeader(http.StatusOK)
+	if err := sw.finish(); err != nil {
+		h.logger.Warn("remote read: streamed response cut", "err", err)
 	}
 }
 
@@ -452,7 +452,7 @@ func (h *readHandler) streamSamples(ctx context.Context, sw *streamWriter, i int
 // client gets a proper status; after it the connection is cut, because a
 // stream that ends on a frame boundary would look complete.
 func (h *readHandler) abortStream(w http.ResponseWriter, sw *streamWriter, err error) {
-	if !sw.started {
+	if !sw.abort() {
 		h.fail(w, err)
 		return
 	}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net/http"
+	"slices"
+	"sync"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
@@ -28,13 +31,89 @@ func appendFrameHeader(dst, data []byte) []byte {
 }
 
 // streamWriter writes the frames of one streamed read, reusing the
-// request's buffers for labels, chunks and the marshalled frame.
+// request's buffers for labels, chunks and the marshalled frames.
+//
+// Frames are sent in batches: once flushBytes of them wait, or flushDelay
+// after the first of them was written, whichever comes first. A flush per
+// frame (what Prometheus's own server does) costs a write system call per
+// series on each side, a tenth of the CPU of a read of small series; the
+// delay keeps a client from waiting on a frame while the store fetches the
+// next ones. A timer goroutine may flush, so sending is under mu.
 type streamWriter struct {
 	w        http.ResponseWriter
 	flusher  http.Flusher
 	bufs     *readBuffers
 	maxBytes int
-	started  bool
+	delay    time.Duration // flushDelay; tests change it
+
+	mu      sync.Mutex
+	timer   *time.Timer
+	armed   bool  // the timer will flush what is pending
+	started bool  // the status line went out
+	closed  bool  // the handler is done with w: nothing more is sent
+	err     error // a send by the timer failed
+}
+
+const (
+	flushBytes = 64 << 10
+	flushDelay = 2 * time.Millisecond
+)
+
+// send writes what is pending and flushes it. Called with mu held.
+func (sw *streamWriter) send() error {
+	if !sw.started {
+		sw.w.Header().Set("Content-Type", streamedContentType)
+		sw.w.WriteHeader(http.StatusOK)
+		sw.started = true
+	}
+	p := sw.bufs.pending
+	sw.bufs.pending = p[:0]
+	if len(p) > 0 {
+		if _, err := sw.w.Write(p); err != nil {
+			return fmt.Errorf("writing frames: %w", err)
+		}
+	}
+	sw.flusher.Flush()
+	return nil
+}
+
+func (sw *streamWriter) onTimer() {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.armed = false
+	if sw.closed || len(sw.bufs.pending) == 0 || sw.err != nil {
+		return
+	}
+	sw.err = sw.send()
+}
+
+// finish sends what is pending (the status line alone when no frame was
+// written) and stops the timer.
+func (sw *streamWriter) finish() error {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.stop()
+	if sw.err != nil {
+		return sw.err
+	}
+	return sw.send()
+}
+
+// abort stops the timer and drops what is pending; it reports whether the
+// status line went out already.
+func (sw *streamWriter) abort() (started bool) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.stop()
+	sw.bufs.pending = sw.bufs.pending[:0]
+	return sw.started
+}
+
+func (sw *streamWriter) stop() {
+	sw.closed = true
+	if sw.timer != nil {
+		sw.timer.Stop()
+	}
 }
 
 // writeSeries sends one series of a store without chunks: its samples and
@@ -105,34 +184,46 @@ func (sw *streamWriter) writeChunkSeries(queryIndex int64, s store.ChunkSeries) 
 	return floats, histograms, nil
 }
 
+// writeFrame appends the frame of the series in the buffers to what is
+// pending, and sends or schedules it.
 func (sw *streamWriter) writeFrame(queryIndex int64) error {
 	b := sw.bufs
 	series := prompb.ChunkedSeries{Labels: b.lbls, Chunks: b.chunks}
 	resp := prompb.ChunkedReadResponse{ChunkedSeries: []*prompb.ChunkedSeries{&series}, QueryIndex: queryIndex}
 	size := resp.Size()
-	hdr := binary.MaxVarintLen64 + 4
-	if cap(b.frame) < hdr+size {
-		b.frame = make([]byte, hdr+size)
+	hdr := uvarintLen(uint64(size)) + 4
+
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.err != nil {
+		return sw.err
 	}
-	frame := b.frame[:hdr+size]
-	if _, err := resp.MarshalToSizedBuffer(frame[hdr:]); err != nil {
+	start := len(b.pending)
+	p := slices.Grow(b.pending, hdr+size)[:start+hdr+size]
+	data := p[start+hdr:]
+	if _, err := resp.MarshalToSizedBuffer(data); err != nil {
 		return fmt.Errorf("encoding ChunkedReadResponse: %w", err)
 	}
-	data := frame[hdr:]
-	// Put the header right before the data, so the frame goes out in one write.
-	var head [binary.MaxVarintLen64 + 4]byte
-	h := appendFrameHeader(head[:0], data)
-	start := hdr - len(h)
-	copy(frame[start:], h)
-
-	if !sw.started {
-		sw.w.Header().Set("Content-Type", streamedContentType)
-		sw.w.WriteHeader(http.StatusOK)
-		sw.started = true
+	appendFrameHeader(p[start:start:start+hdr], data)
+	b.pending = p
+	if len(p) >= flushBytes {
+		return sw.send()
 	}
-	if _, err := sw.w.Write(frame[start:]); err != nil {
-		return fmt.Errorf("writing frame: %w", err)
+	if !sw.armed {
+		sw.armed = true
+		if sw.timer == nil {
+			sw.timer = time.AfterFunc(sw.delay, sw.onTimer)
+		} else {
+			sw.timer.Reset(sw.delay)
+		}
 	}
-	sw.flusher.Flush()
 	return nil
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
 }
