@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,16 +13,14 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
-	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
-	"github.com/prometheus/prometheus/tsdb/chunks"
 
 	"github.com/prom-hbase/prom-hbase/importer"
 	"github.com/prom-hbase/prom-hbase/store"
 )
 
-// smp is a sample of any kind, for tsdb.CreateBlock.
+// smp is a sample of any kind: a float, or the histogram that is set.
 type smp struct {
 	t  int64
 	f  float64
@@ -29,13 +28,7 @@ type smp struct {
 	fh *histogram.FloatHistogram
 }
 
-func (s smp) T() int64                      { return s.t }
-func (s smp) ST() int64                     { return 0 }
-func (s smp) F() float64                    { return s.f }
-func (s smp) H() *histogram.Histogram       { return s.h }
-func (s smp) FH() *histogram.FloatHistogram { return s.fh }
-func (s smp) Copy() chunks.Sample           { return s }
-func (s smp) Type() chunkenc.ValueType {
+func (s smp) kind() chunkenc.ValueType {
 	switch {
 	case s.h != nil:
 		return chunkenc.ValHistogram
@@ -51,26 +44,52 @@ type testSeries struct {
 	samples []smp
 }
 
-// writeBlock writes the series into one block under dir and returns the
-// block's directory. The head that CreateBlock fills refuses samples more
-// than half its chunk range behind the newest: the range is made wide.
+// writeBlock writes the series into one block under dir with Prometheus's
+// block writer and returns the block's directory. The writer's head
+// refuses samples more than half its chunk range behind the newest: the
+// range is made wide.
 func writeBlock(t testing.TB, dir string, series []testSeries) string {
 	t.Helper()
-	ss := make([]storage.Series, len(series))
 	mint, maxt := int64(math.MaxInt64), int64(math.MinInt64)
-	for i, s := range series {
-		cs := make([]chunks.Sample, len(s.samples))
-		for j, x := range s.samples {
-			cs[j] = x
+	for _, s := range series {
+		for _, x := range s.samples {
 			mint, maxt = min(mint, x.t), max(maxt, x.t)
 		}
-		ss[i] = storage.NewListSeries(s.lset, cs)
 	}
-	path, err := tsdb.CreateBlock(ss, dir, max(tsdb.DefaultBlockDuration, 2*(maxt-mint)+1), slog.New(slog.DiscardHandler))
+	w, err := tsdb.NewBlockWriter(slog.New(slog.DiscardHandler), dir, max(tsdb.DefaultBlockDuration, 2*(maxt-mint)+1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return path
+	defer w.Close()
+	ctx := context.Background()
+	app := w.Appender(ctx)
+	for _, s := range series {
+		for i, x := range s.samples {
+			// One commit must not see a series change kind.
+			if i > 0 && x.kind() != s.samples[i-1].kind() {
+				if err := app.Commit(); err != nil {
+					t.Fatal(err)
+				}
+				app = w.Appender(ctx)
+			}
+			if x.kind() == chunkenc.ValFloat {
+				_, err = app.Append(0, s.lset, x.t, x.f)
+			} else {
+				_, err = app.AppendHistogram(0, s.lset, x.t, x.h, x.fh)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	id, err := w.Flush(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, id.String())
 }
 
 // floats returns n float samples from t0, step apart, with a staleness
@@ -210,7 +229,7 @@ func want(series []testSeries, mint, maxt int64) map[string][]string {
 			if x.t < mint || x.t > maxt {
 				continue
 			}
-			switch x.Type() {
+			switch x.kind() {
 			case chunkenc.ValFloat:
 				in.Samples = append(in.Samples, store.Sample{T: x.t, V: x.f})
 			default:
