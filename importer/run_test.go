@@ -428,3 +428,30 @@ func TestProgressLog(t *testing.T) {
 		t.Errorf("terminal codes in the log:\n%q", out.String())
 	}
 }
+
+// droppingSource reports what it left out, as the OpenTSDB source does.
+type droppingSource struct{ *fakeSource }
+
+func (droppingSource) Dropped() []Dropped {
+	return []Dropped{{Reason: "annotation", Samples: 3, Example: "an annotation"}}
+}
+
+func TestSummaryHasSourceDrops(t *testing.T) {
+	tg := pebbleTarget(t)
+	f := newFakeSource(1, 2, time.Minute)
+	f.negative = true
+	cfg := runCfg(f, tg, storeWriter{tg.st})
+	cfg.Source = droppingSource{f}
+	sum, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Dropped) != 2 || sum.Dropped[0].Reason != "annotation" || sum.Dropped[1].Reason != ReasonTimeRange {
+		t.Errorf("dropped %+v, want the source's and the importer's", sum.Dropped)
+	}
+	var out bytes.Buffer
+	sum.Print(&out)
+	if !strings.Contains(out.String(), "dropped (annotation): 0 series whole, 3 samples in all; first: an annotation") {
+		t.Errorf("summary:\n%s", out.String())
+	}
+}

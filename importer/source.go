@@ -53,6 +53,13 @@ type Selector interface {
 	Matchers() [][]*labels.Matcher
 }
 
+// DropReporter is implemented by a Source that leaves out what the store
+// cannot hold (OpenTSDB annotations, say): what it reports at the end of a
+// run joins the summary's Dropped, beside the importer's own reasons.
+type DropReporter interface {
+	Dropped() []Dropped
+}
+
 // SeriesIterator yields a unit's series, each with its samples in time
 // order. A series may come more than once in a unit (an OpenTSDB series comes
 // once per row, an hour each; a long Prometheus series in pieces, each

@@ -71,6 +71,10 @@ func (r *run) summary(units int, elapsed time.Duration) *Summary {
 	s.Units = units
 	s.Elapsed = elapsed
 	s.Dropped = r.drops.list()
+	if dr, ok := r.cfg.Source.(DropReporter); ok {
+		s.Dropped = append(s.Dropped, dr.Dropped()...)
+		slices.SortFunc(s.Dropped, func(a, b Dropped) int { return strings.Compare(a.Reason, b.Reason) })
+	}
 	s.Mismatches = slices.Clone(s.Mismatches)
 	slices.SortFunc(s.Mismatches, func(a, b Mismatch) int { return strings.Compare(a.Unit, b.Unit) })
 	return &s

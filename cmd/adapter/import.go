@@ -163,11 +163,12 @@ func importBlocks(ctx context.Context, f *importFlags, logger *slog.Logger) (*im
 		return nil, err
 	}
 	return importer.Run(ctx, importer.Config{
-		Source:       src,
-		Writer:       f.pausing(historyWriter(st, logger), logger),
-		Reader:       st,
-		State:        state,
-		Selection:    selection("prometheus", f.matchers, mint, maxt),
+		Source: src,
+		Writer: f.pausing(historyWriter(st, logger), logger),
+		Reader: st,
+		State:  state,
+		// The flags as given: the retention horizon moves on between runs.
+		Selection:    selection("prometheus", f.matchers, f.mint, f.maxt),
 		Workers:      f.workers,
 		BatchSamples: f.batchSamples,
 		Limits:       seriesrules.Limits(f.limits),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,14 @@ func TestImportCommand(t *testing.T) {
 	}
 	if out, code = runAdapter(t, append(common, "--verify", "prometheus", blocks)...); code != 0 || !strings.Contains(out, "3 series, 1440 samples") {
 		t.Errorf("every series: exit %d\n%s", code, out)
+	}
+	// A retention moves the time range's start on between runs; the
+	// units done stay done.
+	days := int(time.Since(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).Hours()/24) + 30
+	for range 2 {
+		if out, code = runAdapter(t, append(common, "--storage.retention="+strconv.Itoa(days)+"d", "prometheus", blocks)...); code != 0 || !strings.Contains(out, "(1 done before") {
+			t.Errorf("with a retention: exit %d\n%s", code, out)
+		}
 	}
 	for _, bad := range [][]string{
 		{"--match={job=", "prometheus", blocks},
