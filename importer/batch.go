@@ -45,6 +45,9 @@ func (b *batch) reset() {
 // add copies a series piece into the batch. A piece that continues the
 // batch's last series (same labels) extends it.
 func (b *batch) add(ls []labels.Label, fs []store.Sample, hs []store.HistogramSample) {
+	if len(fs)+len(hs) == 0 {
+		return // the store refuses a series without samples
+	}
 	if p := b.last(ls); p != nil {
 		b.samples = append(b.samples, fs...)
 		b.hists = append(b.hists, hs...)
