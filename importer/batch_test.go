@@ -87,6 +87,9 @@ func TestBatcherKeepsHoursWhole(t *testing.T) {
 			size := 0
 			for _, in := range b {
 				name := in.Labels[0].Value
+				if len(in.Samples)+len(in.Histograms) == 0 {
+					t.Fatalf("round %d: batch %d holds series %s without samples", round, i, name)
+				}
 				size += len(in.Samples) + len(in.Histograms)
 				count[name] += len(in.Samples) + len(in.Histograms)
 				ts := make([]int64, 0, len(in.Samples)+len(in.Histograms))
