@@ -9,6 +9,10 @@
 // scrapes them (a client_golang target of integer, float and custom-bucket
 // histograms, and A's own request durations) and sends them with both
 // remote-write versions; generated histogram history is written directly.
+// TestImportSnapshot starts a Prometheus on TSDB blocks of that history,
+// imports a snapshot of it with `adapter import` (once cleanly, once killed
+// and run again) and asks the same questions of it and of a Prometheus
+// reading the imported tables.
 //
 // The package owns only test code. It must not import the adapter's packages:
 // it talks to the adapter over HTTP exactly as Prometheus does, so it tests

@@ -317,58 +317,71 @@ func (s *suite) round(name string, extra []query) {
 	qs = append(qs, extra...)
 	r := roundResult{name: name, queries: len(qs)}
 	for _, q := range qs {
-		ra, err := s.a.query(s.ctx, q)
-		if err != nil {
-			t.Errorf("%s: %v", q, err)
-			continue
-		}
-		rb, err := s.b.query(s.ctx, q)
-		if err != nil {
-			t.Errorf("%s: %v", q, err)
-			continue
-		}
-		if len(ra) == 0 && !q.mayBeEmpty {
-			t.Errorf("%s: A's answer is empty; the question asks nothing", q)
-			continue
-		}
-		if len(ra) > 0 {
-			r.nonEmpty++
-		}
-		msg, n, inexact := diff(ra, rb, q.approx)
-		r.samples += n
-		r.inexact += inexact
-		if msg != "" {
-			t.Errorf("%s: round %s: B differs from A (A %d series, B %d):\n%s", q, name, len(ra), len(rb), msg)
-			continue
-		}
-		r.equal++
+		s.compareQuery(s.b, &r, q)
 	}
 	s.checkNative(name)
 	for _, match := range []string{`{job="e2e-target"}`, `{job="e2e-histograms"}`, `{origin="direct"}`} {
-		ka, err := s.a.seriesOf(s.ctx, match, s.hist.start, at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kb, err := s.b.seriesOf(s.ctx, match, s.hist.start, at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Remote read answers a series-only question from whole hour rows,
-		// so B may list series whose first sample came after the pinned
-		// time; such a series must still be one that A has.
-		later, err := s.a.seriesOf(s.ctx, match, s.hist.start, time.Now().Add(time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := diffKeys(ka, kb, later); d != "" {
-			t.Errorf("round %s: series %s: B differs from A:\n%s", name, match, d)
-		}
-		r.series += len(ka)
+		s.compareSeries(s.b, &r, match, at)
 	}
 	r.elapsed = time.Since(start)
 	s.rounds = append(s.rounds, r)
 	t.Logf("round %s at %s: %d/%d queries equal (%d non-empty), %d samples compared (%d within 1e-12, not bit-equal), %d series listed, %v",
 		name, at.UTC().Format(time.RFC3339), r.equal, r.queries, r.nonEmpty, r.samples, r.inexact, r.series, r.elapsed.Round(time.Millisecond))
+}
+
+// compareQuery asks A and b one question and counts the outcome in r.
+func (s *suite) compareQuery(b promAPI, r *roundResult, q query) {
+	t := s.t
+	ra, err := s.a.query(s.ctx, q)
+	if err != nil {
+		t.Errorf("%s: %v", q, err)
+		return
+	}
+	rb, err := b.query(s.ctx, q)
+	if err != nil {
+		t.Errorf("%s: %v", q, err)
+		return
+	}
+	if len(ra) == 0 && !q.mayBeEmpty {
+		t.Errorf("%s: A's answer is empty; the question asks nothing", q)
+		return
+	}
+	if len(ra) > 0 {
+		r.nonEmpty++
+	}
+	msg, n, inexact := diff(ra, rb, q.approx)
+	r.samples += n
+	r.inexact += inexact
+	if msg != "" {
+		t.Errorf("%s: round %s: %s differs from A (A %d series, %s %d):\n%s", q, r.name, b.name, len(ra), b.name, len(rb), msg)
+		return
+	}
+	r.equal++
+}
+
+// compareSeries asks A and b for the series that match, from the start of
+// the history to at.
+func (s *suite) compareSeries(b promAPI, r *roundResult, match string, at time.Time) {
+	t := s.t
+	ka, err := s.a.seriesOf(s.ctx, match, s.hist.start, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := b.seriesOf(s.ctx, match, s.hist.start, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Remote read answers a series-only question from whole hour rows,
+	// so b may list series whose first sample came after the pinned
+	// time; such a series must still be one that A has.
+	later, err := s.a.seriesOf(s.ctx, match, s.hist.start, time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := diffKeys(ka, kb, later); d != "" {
+		t.Errorf("round %s: series %s: %s differs from A:\n%s", r.name, match, b.name, d)
+	}
+	r.series += len(ka)
 }
 
 // diffKeys compares the series lists of A and B: B must hold every series

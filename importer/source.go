@@ -4,13 +4,16 @@
 // done so that a killed import resumes, reports progress, and can verify a
 // unit by reading it back.
 //
-// It owns the import loop, its progress and its resume state. It must not know
-// where history comes from (Prometheus TSDB blocks, OpenTSDB tables: the
-// sub-packages implement Source) nor the table layout (package store's).
+// It owns the import loop, its progress and its resume state (a small table
+// of its own, state.go). It must not know where history comes from
+// (Prometheus TSDB blocks, OpenTSDB tables: the sub-packages implement
+// Source) nor the table layout of the store (package store's).
 package importer
 
 import (
 	"context"
+
+	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/prom-hbase/prom-hbase/store"
 )
@@ -26,6 +29,9 @@ type Unit struct {
 	// Series and Samples are what the source knows of the unit's size before
 	// reading it (a block's meta.json); 0 when unknown. Progress uses them.
 	Series, Samples int64
+	// Bytes is the unit's size where the source keeps it (a block's files);
+	// 0 when unknown. The summary reports it as the bytes read.
+	Bytes int64
 }
 
 // Source is history to import.
@@ -38,11 +44,31 @@ type Source interface {
 	Close() error
 }
 
+// Selector is implemented by a Source that imports only the series some
+// matchers select (a Prometheus source given --match): verification reads
+// the store with the same matchers (a series is selected when any of the
+// sets matches it). A source without it is verified through the metric
+// names its units hold.
+type Selector interface {
+	Matchers() [][]*labels.Matcher
+}
+
+// DropReporter is implemented by a Source that leaves out what the store
+// cannot hold (OpenTSDB annotations, say): what it reports at the end of a
+// run joins the summary's Dropped, beside the importer's own reasons.
+type DropReporter interface {
+	Dropped() []Dropped
+}
+
 // SeriesIterator yields a unit's series, each with its samples in time
 // order. A series may come more than once in a unit (an OpenTSDB series comes
-// once per row, an hour each); samples of one series never repeat a timestamp
-// within one At. The SeriesIn returned by At is valid until the next call to
-// Next.
+// once per row, an hour each; a long Prometheus series in pieces, each
+// ending on an hour boundary where it can): the pieces of a series never
+// repeat a timestamp, nor does one At. A source keeps each At to a bounded
+// number of samples (the importer copies it into its batches). The slices of
+// the SeriesIn returned by At are valid until the next call to Next; the
+// histograms its samples point to are never reused by the source (the
+// importer keeps the pointers until the batch is written).
 type SeriesIterator interface {
 	Next() bool
 	At() store.SeriesIn

@@ -47,7 +47,10 @@
 # (1000), DS_ROUNDS (360), INGEST_ROUNDS (300), READ_REPS (3), READ_WARMUP
 # (20s), HIST_SERIES
 # (200; 0 leaves histograms out), HIST_ROUNDS (480), BENCH_ONLY=histograms
-# (that step and its table only), ADAPTER_BIN (a
+# (that step and its table only), BENCH_ONLY=import (only the import of
+# IMPORT_SERIES (10000) series x IMPORT_HOURS (8) hours of TSDB blocks with
+# `adapter import`: samples/s, CPU, bytes/sample after major compaction;
+# not part of the full run), ADAPTER_BIN (a
 # built adapter instead of building ./cmd/adapter), PROMETHEUS_BIN (a built
 # Prometheus instead of scripts/prometheus.sh; "none" leaves Prometheus out),
 # BENCH_KEEP=1 keeps the temporary directory (logs, results.txt).
@@ -59,6 +62,7 @@ cold_series=${COLD_SERIES:-10000} sustain=${SUSTAIN:-20s} sustain_batch=${SUSTAI
 ds_series=${DS_SERIES:-1000} ds_rounds=${DS_ROUNDS:-360} ingest_rounds=${INGEST_ROUNDS:-300}
 read_reps=${READ_REPS:-3} read_warmup=${READ_WARMUP:-20s}
 hist_series=${HIST_SERIES:-200} hist_rounds=${HIST_ROUNDS:-480}
+import_series=${IMPORT_SERIES:-10000} import_hours=${IMPORT_HOURS:-8}
 compactor_done_metric=${COMPACTOR_DONE_METRIC:-promhbase_compactor_series_hours_total}
 step_ms=15000
 
@@ -196,7 +200,23 @@ bench_histograms() {
   stop_pid "$adapter_pid"
 }
 
+# --- import: Prometheus TSDB blocks through `adapter import` -----------------
+bench_import() {
+  say "import: $import_series series x $import_hours h of blocks"
+  rec import "$bt" import -adapter "$tmp/adapter" -dir "$tmp/import-blocks" -prefix "${prefix}imp-" \
+    -run imp -series "$import_series" -hours "$import_hours" -step "$step_ms" -pid "hbase=$hbase_pid"
+  rec import-bytes "$bt" compact -root "$hbase_root" "${prefix}imp-prom-data"
+}
+
 began=$SECONDS
+if [[ ${BENCH_ONLY:-} == import ]]; then
+  bench_import
+  echo
+  echo "Command: \`BENCH_ONLY=import make bench\`. Machine: $machine. Run $(date -u '+%F %H:%M') UTC, $(((SECONDS - began) / 60)) min $(((SECONDS - began) % 60)) s; load average $load_before at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end."
+  echo
+  "$bt" report -only import "$results"
+  exit 0
+fi
 if [[ ${BENCH_ONLY:-} == histograms ]]; then
   bench_histograms
   echo

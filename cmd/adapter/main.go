@@ -69,16 +69,7 @@ func main() {
 type config struct {
 	web *web.FlagConfig
 	log promslog.Config
-
-	storagePath  string
-	zkQuorum     string
-	zkRoot       string
-	rpcTimeout   time.Duration
-	tablePrefix  string
-	retention    model.Duration
-	layout       rowkey.Layout
-	uidCacheSize int
-	dataRegions  string
+	storageFlags
 
 	write         remote.WriteConfig
 	maxBodyBytes  units.Base2Bytes
@@ -87,7 +78,6 @@ type config struct {
 	maxInFlight   units.Base2Bytes
 	read          remote.ReadConfig
 	maxFrameBytes units.Base2Bytes
-	limits        remote.Limits
 
 	shutdownTimeout time.Duration
 	testing         testingFlags
@@ -102,30 +92,7 @@ func parseFlags(args []string) (*config, error) {
 	addTestingFlags(app, &c.testing)
 	c.compactor = addCompactorFlags(app)
 
-	app.Flag("storage.path", "Directory of the embedded Pebble store, used when --hbase.zookeeper-quorum is not set.").
-		Default("data/").StringVar(&c.storagePath)
-	app.Flag("hbase.zookeeper-quorum", "ZooKeeper quorum of the HBase cluster (host:port,host:port). When set, samples are stored in HBase instead of --storage.path.").
-		PlaceHolder("zk1:2181,zk2:2181").StringVar(&c.zkQuorum)
-	app.Flag("hbase.zookeeper-root", "Root znode of the HBase cluster (zookeeper.znode.parent).").
-		Default("/hbase").StringVar(&c.zkRoot)
-	app.Flag("hbase.rpc-timeout", "Timeout of one HBase RPC attempt.").
-		Default("10s").DurationVar(&c.rpcTimeout)
-	app.Flag("hbase.table-prefix", "Prefix of the table names (<prefix>prom-data, <prefix>prom-uid); may carry a namespace, e.g. 'metrics:'.").
-		Default("").StringVar(&c.tablePrefix)
-	app.Flag("storage.retention", "How long samples are kept, counted from each sample's own time (0: forever). Becomes the data table's TTL.").
-		Default("0s").SetValue(&c.retention)
-	app.Flag("uid.width.metric", "Bytes of a metric-name UID (1..8). Fixed when the tables are created.").
-		Default("3").IntVar(&c.layout.MetricWidth)
-	app.Flag("uid.width.tagk", "Bytes of a label-name UID (1..8). Fixed when the tables are created.").
-		Default("3").IntVar(&c.layout.TagKWidth)
-	app.Flag("uid.width.tagv", "Bytes of a label-value UID (1..8). Fixed when the tables are created.").
-		Default("4").IntVar(&c.layout.TagVWidth)
-	app.Flag("salt.buckets", "Salt buckets of the row keys (1: no salt byte; 2..256). Fixed when the tables are created.").
-		Default(fmt.Sprint(store.DefaultSaltBuckets)).IntVar(&c.layout.SaltBuckets)
-	app.Flag("hbase.data-regions", "Regions the data table is created with, split at salt bucket boundaries (0: one per bucket; 'auto': one per live region server). Fewer regions make small write requests cheaper and reads of small metrics dearer. Used only when the table is created.").
-		Default("0").StringVar(&c.dataRegions)
-	app.Flag("uid.cache-size", "Entries of each of the six UID caches (forward and reverse, per kind); the default suits about a million active series. Hit ratio: promhbase_uid_cache_hits_total / (hits + misses).").
-		Default(fmt.Sprint(labels2uid.DefaultCacheSize)).IntVar(&c.uidCacheSize)
+	addStorageFlags(app, &c.storageFlags)
 
 	app.Flag("write.max-body-bytes", "Largest compressed remote-write body accepted (413 above).").
 		Default("16MiB").BytesVar(&c.maxBodyBytes)
@@ -143,12 +110,6 @@ func parseFlags(args []string) (*config, error) {
 		Default("10").IntVar(&c.read.ConcurrentLimit)
 	app.Flag("read.max-bytes-in-frame", "Largest frame of a streamed remote-read response (a frame may exceed it by one chunk).").
 		Default("1MiB").BytesVar(&c.maxFrameBytes)
-	app.Flag("limits.max-labels", "Most labels in one series, __name__ included (400 above).").
-		Default(fmt.Sprint(store.DefaultMaxLabels)).IntVar(&c.limits.MaxLabels)
-	app.Flag("limits.max-label-name-length", "Longest label name in bytes (400 above).").
-		Default(fmt.Sprint(store.DefaultMaxLabelNameLength)).IntVar(&c.limits.MaxLabelNameLength)
-	app.Flag("limits.max-label-value-length", "Longest label value in bytes (400 above).").
-		Default(fmt.Sprint(store.DefaultMaxLabelValueLength)).IntVar(&c.limits.MaxLabelValueLength)
 	app.Flag("web.shutdown-timeout", "On SIGTERM, how long in-flight requests may take to finish.").
 		Default("40s").DurationVar(&c.shutdownTimeout)
 
@@ -170,7 +131,77 @@ func parseFlags(args []string) (*config, error) {
 	return c, nil
 }
 
+// storageFlags say which tables to use and how they are laid out: the
+// adapter and its import command share them, so that both name the same
+// tables the same way.
+type storageFlags struct {
+	storagePath  string
+	zkQuorum     string
+	zkRoot       string
+	rpcTimeout   time.Duration
+	tablePrefix  string
+	retention    model.Duration
+	retentionSet bool
+	layout       rowkey.Layout
+	uidCacheSize int
+	dataRegions  string
+	limits       remote.Limits
+}
+
+func addStorageFlags(app *kingpin.Application, c *storageFlags) {
+	app.Flag("storage.path", "Directory of the embedded Pebble store, used when --hbase.zookeeper-quorum is not set.").
+		Default("data/").StringVar(&c.storagePath)
+	app.Flag("hbase.zookeeper-quorum", "ZooKeeper quorum of the HBase cluster (host:port,host:port). When set, samples are stored in HBase instead of --storage.path.").
+		PlaceHolder("zk1:2181,zk2:2181").StringVar(&c.zkQuorum)
+	app.Flag("hbase.zookeeper-root", "Root znode of the HBase cluster (zookeeper.znode.parent).").
+		Default("/hbase").StringVar(&c.zkRoot)
+	app.Flag("hbase.rpc-timeout", "Timeout of one HBase RPC attempt.").
+		Default("10s").DurationVar(&c.rpcTimeout)
+	app.Flag("hbase.table-prefix", "Prefix of the table names (<prefix>prom-data, <prefix>prom-uid); may carry a namespace, e.g. 'metrics:'.").
+		Default("").StringVar(&c.tablePrefix)
+	app.Flag("storage.retention", "How long samples are kept, counted from each sample's own time (0: forever). Becomes the data table's TTL.").
+		Default("0s").IsSetByUser(&c.retentionSet).SetValue(&c.retention)
+	app.Flag("uid.width.metric", "Bytes of a metric-name UID (1..8). Fixed when the tables are created.").
+		Default("3").IntVar(&c.layout.MetricWidth)
+	app.Flag("uid.width.tagk", "Bytes of a label-name UID (1..8). Fixed when the tables are created.").
+		Default("3").IntVar(&c.layout.TagKWidth)
+	app.Flag("uid.width.tagv", "Bytes of a label-value UID (1..8). Fixed when the tables are created.").
+		Default("4").IntVar(&c.layout.TagVWidth)
+	app.Flag("salt.buckets", "Salt buckets of the row keys (1: no salt byte; 2..256). Fixed when the tables are created.").
+		Default(fmt.Sprint(store.DefaultSaltBuckets)).IntVar(&c.layout.SaltBuckets)
+	app.Flag("hbase.data-regions", "Regions the data table is created with, split at salt bucket boundaries (0: one per bucket; 'auto': one per live region server). Fewer regions make small write requests cheaper and reads of small metrics dearer. Used only when the table is created.").
+		Default("0").StringVar(&c.dataRegions)
+	app.Flag("uid.cache-size", "Entries of each of the six UID caches (forward and reverse, per kind); the default suits about a million active series. Hit ratio: promhbase_uid_cache_hits_total / (hits + misses).").
+		Default(fmt.Sprint(labels2uid.DefaultCacheSize)).IntVar(&c.uidCacheSize)
+
+	app.Flag("limits.max-labels", "Most labels in one series, __name__ included (400 above).").
+		Default(fmt.Sprint(store.DefaultMaxLabels)).IntVar(&c.limits.MaxLabels)
+	app.Flag("limits.max-label-name-length", "Longest label name in bytes (400 above).").
+		Default(fmt.Sprint(store.DefaultMaxLabelNameLength)).IntVar(&c.limits.MaxLabelNameLength)
+	app.Flag("limits.max-label-value-length", "Longest label value in bytes (400 above).").
+		Default(fmt.Sprint(store.DefaultMaxLabelValueLength)).IntVar(&c.limits.MaxLabelValueLength)
+}
+
+// storeConfig is the store's configuration from the flags.
+func (c *storageFlags) storeConfig(dataRegions int, reg prometheus.Registerer, logger *slog.Logger) store.Config {
+	return store.Config{
+		DataRegions:         dataRegions,
+		TablePrefix:         c.tablePrefix,
+		Layout:              c.layout,
+		Retention:           time.Duration(c.retention),
+		MaxLabels:           c.limits.MaxLabels,
+		MaxLabelNameLength:  c.limits.MaxLabelNameLength,
+		MaxLabelValueLength: c.limits.MaxLabelValueLength,
+		UIDCacheSize:        c.uidCacheSize,
+		Registerer:          reg,
+		Logger:              logger,
+	}
+}
+
 func run(args []string) int {
+	if len(args) > 0 && args[0] == "import" {
+		return runImport(args[1:])
+	}
 	cfg, err := parseFlags(args)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "adapter:", err)
@@ -185,7 +216,7 @@ func run(args []string) int {
 }
 
 // openDB opens the backend the flags name.
-func openDB(ctx context.Context, cfg *config, logger *slog.Logger) (table.DB, error) {
+func openDB(ctx context.Context, cfg *storageFlags, logger *slog.Logger) (table.DB, error) {
 	if cfg.zkQuorum != "" {
 		logger.Info("opening HBase", "zookeeper", cfg.zkQuorum, "root", cfg.zkRoot)
 		db, err := hbasetable.Open(ctx, hbasetable.Config{ZooKeeper: cfg.zkQuorum, ZKRoot: cfg.zkRoot, RPCTimeout: cfg.rpcTimeout})
@@ -230,7 +261,7 @@ func serve(cfg *config, logger *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	db, err := openDB(ctx, cfg, logger)
+	db, err := openDB(ctx, &cfg.storageFlags, logger)
 	if err != nil {
 		return err
 	}
@@ -247,18 +278,7 @@ func serve(cfg *config, logger *slog.Logger) error {
 		return err
 	}
 	faultDB, armFaults := cfg.testing.wrap(db, logger)
-	st, err := store.Open(ctx, tablemetrics.Wrap(faultDB, tablemetrics.NewMetrics(reg)), store.Config{
-		DataRegions:         regions,
-		TablePrefix:         cfg.tablePrefix,
-		Layout:              cfg.layout,
-		Retention:           time.Duration(cfg.retention),
-		MaxLabels:           cfg.limits.MaxLabels,
-		MaxLabelNameLength:  cfg.limits.MaxLabelNameLength,
-		MaxLabelValueLength: cfg.limits.MaxLabelValueLength,
-		UIDCacheSize:        cfg.uidCacheSize,
-		Registerer:          reg,
-		Logger:              logger,
-	})
+	st, err := store.Open(ctx, tablemetrics.Wrap(faultDB, tablemetrics.NewMetrics(reg)), cfg.storeConfig(regions, reg, logger))
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}

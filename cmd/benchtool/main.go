@@ -22,6 +22,7 @@
 //	histload      write the histogram data set (native histograms)
 //	histblock     write the same histograms into a Prometheus TSDB block
 //	histread      read the histogram data set back and check every histogram
+//	import        write the data set as TSDB blocks and time the adapter's import of them
 //	report        the Markdown tables of one run, with ratios
 package main
 
@@ -50,6 +51,7 @@ var subcommands = map[string]subcommand{
 	"histload":     {"write the native-histogram data set into a target", runHistLoad},
 	"histblock":    {"write the histogram data set into a Prometheus TSDB block and print its bytes", runHistBlock},
 	"histread":     {"read the histogram data set back and check every histogram", runHistRead},
+	"import":       {"write the data set as TSDB blocks and time `adapter import` of them", runImportBench},
 	"report":       {"turn a run's figures into the Markdown tables of BENCHMARKS.md", runReport},
 }
 

@@ -31,24 +31,13 @@ func runPromBlock(args []string) error {
 		return errors.New("-dir and -start are required")
 	}
 	set := seriesSet(d.run, d.series, d.metrics)
-	ss := make([]storage.Series, len(set))
-	for i, s := range set {
-		b := labels.NewScratchBuilder(len(s.labels) + 1)
-		b.Add("__name__", s.metric)
-		for _, l := range s.labels {
-			b.Add(l[0], l[1])
-		}
-		b.Sort()
-		g := newValueGen(s, i)
+	gens := valueGens(set)
+	for _, g := range gens {
 		for range d.skip {
 			g.next()
 		}
-		samples := make([]chunks.Sample, d.rounds)
-		for r := range samples {
-			samples[r] = fsample{t: d.start + int64(d.skip+r)*d.step, f: g.next()}
-		}
-		ss[i] = storage.NewListSeries(b.Labels(), samples)
 	}
+	ss := blockSeries(set, gens, d.start+int64(d.skip)*d.step, d.step, d.rounds)
 	// One block over the whole range. The head that CreateBlock fills
 	// refuses samples older than half its chunk range behind the newest, and
 	// it is filled series by series: give it a range twice the data's span.
@@ -66,6 +55,35 @@ func runPromBlock(args []string) error {
 	fmt.Printf("target=prometheus-block samples=%.0f block_bytes=%d chunks_bytes=%d index_bytes=%d bytes_per_sample=%.3f chunks_bytes_per_sample=%.3f\n",
 		n, sizes["total"], sizes["chunks"], sizes["index"], float64(sizes["total"])/n, float64(sizes["chunks"])/n)
 	return nil
+}
+
+// valueGens are the value generators of a set's series.
+func valueGens(set []series) []*valueGen {
+	gens := make([]*valueGen, len(set))
+	for i, s := range set {
+		gens[i] = newValueGen(s, i)
+	}
+	return gens
+}
+
+// blockSeries is rounds samples of every series of set, step apart from
+// from, the values drawn from gens (which go on from there).
+func blockSeries(set []series, gens []*valueGen, from, step int64, rounds int) []storage.Series {
+	ss := make([]storage.Series, len(set))
+	for i, s := range set {
+		b := labels.NewScratchBuilder(len(s.labels) + 1)
+		b.Add("__name__", s.metric)
+		for _, l := range s.labels {
+			b.Add(l[0], l[1])
+		}
+		b.Sort()
+		samples := make([]chunks.Sample, rounds)
+		for r := range samples {
+			samples[r] = fsample{t: from + int64(r)*step, f: gens[i].next()}
+		}
+		ss[i] = storage.NewListSeries(b.Labels(), samples)
+	}
+	return ss
 }
 
 // blockSizes returns the bytes of a block directory: "chunks", "index",

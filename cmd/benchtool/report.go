@@ -71,10 +71,10 @@ func parseRecords(in io.Reader) (records, error) {
 func runReport(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ExitOnError)
 	samples := fs.Float64("samples", 0, "samples of the disk-usage data set")
-	only := fs.String("only", "", "print only this table: histograms")
+	only := fs.String("only", "", "print only this table: histograms or import")
 	_ = fs.Parse(args)
 	if fs.NArg() != 1 || (*samples == 0 && *only == "") {
-		return errors.New("usage: benchtool report [-samples N | -only histograms] RESULTS_FILE")
+		return errors.New("usage: benchtool report [-samples N | -only histograms|import] RESULTS_FILE")
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
@@ -85,7 +85,11 @@ func runReport(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *only != "histograms" {
+	switch *only {
+	case "import":
+		reportImport(rs)
+		return nil
+	case "":
 		reportCold(rs)
 		reportBytes(rs, *samples)
 		reportRead(rs)

@@ -1,0 +1,28 @@
+package main
+
+import "fmt"
+
+// reportImport prints the import of Prometheus blocks: samples/s, CPU per
+// million samples, and the data table's bytes per sample after flush and
+// major compaction against the blocks'. Nothing when the run had no import
+// step.
+func reportImport(rs records) {
+	imp := rs.find("step", "import", "target", "adapter-import")
+	n := imp.num("samples")
+	if n == 0 {
+		return
+	}
+	data := rs.findTable("import-bytes", "prom-data")
+	fmt.Printf("Import of Prometheus TSDB blocks: %.0f samples (%s series x %s samples, one every %s s, in blocks of 2 h), `adapter import` into fresh tables on HBase, until the command exits (every write durable); bytes: the data table's HFiles after flush + major compaction, the blocks' whole directories.\n\n",
+		n, imp["series"], imp["rounds"], fig(imp.num("step_ms")/1000, 0))
+	fmt.Println("| measure | value |")
+	fmt.Println("|---|---|")
+	fmt.Printf("| seconds | %s |\n", fig(imp.num("seconds"), 1))
+	fmt.Printf("| samples/s | %s |\n", fig(imp.num("samples_per_s"), 0))
+	fmt.Printf("| import CPU-s per million samples | %s |\n", fig(imp.num("cpu_s_import_per_msample"), 2))
+	fmt.Printf("| HBase CPU-s per million samples | %s |\n", fig(imp.num("cpu_s_hbase_per_msample"), 2))
+	fmt.Printf("| data table bytes/sample | %s |\n", fig(data/n, 2))
+	fmt.Printf("| Prometheus blocks bytes/sample | %s |\n", fig(imp.num("block_bytes_per_sample"), 2))
+	fmt.Printf("| data table / blocks | %s |\n", ratio(data, imp.num("block_bytes")))
+	fmt.Println()
+}
