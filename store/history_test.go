@@ -319,3 +319,39 @@ func TestWriteHistoryBeside(t *testing.T) {
 		}
 	})
 }
+
+// TestWriteHistoryUIDExhaustion: as with Write, the series that need a UID
+// the space no longer has are refused and the rest is written, the series
+// after a refused one under its own labels.
+func TestWriteHistoryUIDExhaustion(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openPebble(t)
+	s := openStore(t, db, Config{Layout: rowkey.Layout{MetricWidth: 3, TagKWidth: 3, TagVWidth: 1, SaltBuckets: 2}})
+	base := time.Now().Add(-48*time.Hour).UnixMilli() / hour * hour
+	var fill []SeriesIn
+	for i := range 254 {
+		fill = append(fill, SeriesIn{Labels: lbls("__name__", "up", "pod", fmt.Sprint("p", i)), Samples: []Sample{{T: base, V: 1}}})
+	}
+	if err := s.WriteHistory(ctx, fill); err != nil {
+		t.Fatal(err)
+	}
+	batch := []SeriesIn{
+		{Labels: lbls("__name__", "up", "pod", "new-a"), Samples: []Sample{{T: base, V: 3}}},
+		{Labels: lbls("__name__", "up", "pod", "new-b"), Samples: []Sample{{T: base, V: 4}, {T: base + 1, V: 5}}},
+		{Labels: lbls("__name__", "up", "pod", "p1"), Samples: []Sample{{T: base + 1, V: 2}}},
+		{Labels: lbls("__name__", "up", "pod", "new-c"), Samples: []Sample{{T: base, V: 6}}},
+	}
+	err := s.WriteHistory(ctx, batch)
+	var refused *RefusedError
+	if !errors.As(err, &refused) || !errors.Is(err, ErrInvalidInput) || refused.Series != 2 {
+		t.Fatalf("err = %v, want a RefusedError of 2 series", err)
+	}
+	got := collect(t, s.Select(ctx, Query{Start: base, End: base + 1, Matchers: []*labels.Matcher{
+		mustMatcher(t, labels.MatchRegexp, "pod", "p1|new-.*"),
+	}}))
+	want := fmt.Sprintf("{__name__=\"up\", pod=\"new-a\"} %d:%x\n{__name__=\"up\", pod=\"p1\"} %d:%x %d:%x\n",
+		base, math.Float64bits(3), base, math.Float64bits(1), base+1, math.Float64bits(2))
+	if got != want {
+		t.Errorf("read back:\n%s\nwant\n%s", got, want)
+	}
+}
