@@ -1,6 +1,7 @@
 // Package store is the time-series store: the write path (series of float
 // and native histogram samples -> UIDs -> row keys and cells -> one batched
-// put), the read planner (matchers -> scans of the metrics' rows, their
+// put), the history write path (WriteHistory: an importer's closed hours
+// straight into the compactor's chunk cells), the read planner (matchers -> scans of the metrics' rows, their
 // cells kept within a budget -> multi-gets of the hour rows not kept ->
 // series in label order, as samples or as Prometheus chunks)
 // and the compactor (closed hours -> XOR, histogram and float-histogram

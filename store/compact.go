@@ -135,6 +135,13 @@ func (c *Compactor) Run(ctx context.Context) {
 	}
 }
 
+// openHourFrom is the first hour that is not closed at now: an hour is
+// closed once its end plus grace has passed. The compactor reads only
+// closed hours, and WriteHistory writes them as chunk cells.
+func openHourFrom(now time.Time, grace time.Duration) uint32 {
+	return uint32(now.Add(-grace).Unix() / rowkey.HourSeconds * rowkey.HourSeconds)
+}
+
 // PassStats sums up one pass.
 type PassStats struct {
 	BucketHours     int           // bucket-hours compacted to the end
@@ -155,7 +162,7 @@ func (c *Compactor) Pass(ctx context.Context) (PassStats, error) {
 	var st PassStats
 	now := c.cfg.now()
 	// Hours from openFrom on are not closed yet: their rows are not read.
-	openFrom := uint32(now.Add(-c.cfg.Grace).Unix() / rowkey.HourSeconds * rowkey.HourSeconds)
+	openFrom := openHourFrom(now, c.cfg.Grace)
 	oldest := uint32(0)
 	pending := false
 	err := c.scanTodo(ctx, todoKey(openFrom, 0), func(row table.Row) {

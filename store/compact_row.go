@@ -74,18 +74,9 @@ func (p *compactPlan) addRow(key []byte, hourMillis int64, cells []table.Cell) e
 	}
 	nPuts := len(p.puts)
 	p.keep = p.keep[:0]
-	for pts := p.points; len(pts) > 0; {
-		n := 1
-		for n < len(pts) && pts[n].IsHistogram() == pts[0].IsHistogram() {
-			n++
-		}
-		if pts[0].IsHistogram() {
-			p.addHistogramRun(key, hourMillis, pts[:n])
-		} else if err := p.addFloatRun(key, hourMillis, pts[:n]); err != nil {
-			p.puts = p.puts[:nPuts]
-			return err
-		}
-		pts = pts[n:]
+	if err := p.addRuns(key, hourMillis, p.points); err != nil {
+		p.puts = p.puts[:nPuts]
+		return err
 	}
 	newPuts := p.puts[nPuts:]
 	p.keptRaw = append(p.keptRaw[:0], make([]bool, len(p.keep))...)
@@ -108,6 +99,26 @@ func (p *compactPlan) addRow(key []byte, hourMillis int64, cells []table.Cell) e
 	}
 	p.putKeptFromChunks(key, hourMillis)
 	p.rows++
+	return nil
+}
+
+// addRuns plans the chunks of a row's points (sorted by time, without
+// duplicates), run by run: floats into XOR chunks, histograms into
+// histogram chunks; a histogram that no chunk gives back exactly is
+// appended to p.keep. The compactor and WriteHistory cut hours with it.
+func (p *compactPlan) addRuns(key []byte, hourMillis int64, pts []cellcodec.Point) error {
+	for len(pts) > 0 {
+		n := 1
+		for n < len(pts) && pts[n].IsHistogram() == pts[0].IsHistogram() {
+			n++
+		}
+		if pts[0].IsHistogram() {
+			p.addHistogramRun(key, hourMillis, pts[:n])
+		} else if err := p.addFloatRun(key, hourMillis, pts[:n]); err != nil {
+			return err
+		}
+		pts = pts[n:]
+	}
 	return nil
 }
 

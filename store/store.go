@@ -36,6 +36,7 @@ const (
 	DefaultReadBatchRows       = 512
 	DefaultScanConcurrency     = 8
 	DefaultReadPrefetchBytes   = 8 << 20
+	DefaultWriteTimeout        = 30 * time.Second
 )
 
 // Config configures a Store. The zero value gives the defaults.
@@ -56,6 +57,15 @@ type Config struct {
 	// Retention is the data family's TTL, counted from each sample's time
 	// (0: keep forever).
 	Retention time.Duration
+	// CompactGrace is the compactor's grace (CompactorConfig.Grace, the
+	// adapter's --compactor.grace): WriteHistory writes the hours it has
+	// closed as chunk cells, later ones as raw cells (0: DefaultCompactGrace).
+	CompactGrace time.Duration
+	// WriteTimeout is the longest a write may take to land (the adapter's
+	// --write.timeout, which the compactor's quiet period covers):
+	// WriteHistory reads rows and writes them back within it (0:
+	// DefaultWriteTimeout).
+	WriteTimeout time.Duration
 	// Limits on the series of a write (0: defaults).
 	MaxLabels           int
 	MaxLabelNameLength  int
@@ -97,6 +107,12 @@ func (c *Config) setDefaults() {
 	setDefault(&c.ReadBatchSeries, DefaultReadBatchSeries)
 	setDefault(&c.ReadBatchRows, DefaultReadBatchRows)
 	setDefault(&c.ScanConcurrency, DefaultScanConcurrency)
+	if c.CompactGrace <= 0 {
+		c.CompactGrace = DefaultCompactGrace
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
 	if c.ReadPrefetchBytes == 0 {
 		c.ReadPrefetchBytes = DefaultReadPrefetchBytes
 	}
@@ -121,7 +137,10 @@ type Store struct {
 	uid    table.Table
 	uids   *labels2uid.Resolver
 
-	writers sync.Pool // *writer
+	writers   sync.Pool // *writer
+	histories sync.Pool // *historyWriter (history.go)
+	history   historyCounters
+	now       func() time.Time // WriteHistory's clock (tests move it)
 
 	todo *todoList // the compactor's to-do marks (compact_todo.go)
 	read readState // the read path's caches (readstate.go)
@@ -141,7 +160,7 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	if err := cfg.Layout.Validate(); err != nil {
 		return nil, fmt.Errorf("store layout: %w", err)
 	}
-	s := &Store{cfg: cfg, layout: cfg.Layout, db: db}
+	s := &Store{cfg: cfg, layout: cfg.Layout, db: db, now: time.Now}
 	var err error
 	s.uid, err = ensureTable(ctx, db, uidTableSpec(cfg), cfg.Logger)
 	if err != nil {
@@ -168,6 +187,7 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	}
 	s.read.names = newNameCache(s.uid, s.uids.Widths())
 	s.writers.New = func() any { return new(writer) }
+	s.histories.New = func() any { return new(historyWriter) }
 	return s, nil
 }
 

@@ -62,19 +62,11 @@ func (w *writer) reset() {
 // ErrInvalidInput, and nothing of it is written. Labels with an empty value
 // are dropped, as Prometheus treats them as absent.
 func (s *Store) Write(ctx context.Context, batch []SeriesIn) error {
-	for i := range batch {
-		if err := s.validate(&batch[i]); err != nil {
-			return err
-		}
-	}
-	w := s.writers.Get().(*writer)
-	defer s.putWriter(w)
-	w.reset()
-
-	if err := s.resolve(ctx, w, batch); err != nil {
+	w, refusedErr, err := s.beginWrite(ctx, batch, s.validate)
+	if err != nil {
 		return err
 	}
-	refusedErr := s.refusedError(w, batch)
+	defer s.putWriter(w)
 	pos := 0
 	for i := range batch {
 		if w.refused != nil && w.refused[i] {
@@ -86,6 +78,37 @@ func (s *Store) Write(ctx context.Context, batch []SeriesIn) error {
 	if len(w.refs) == 0 {
 		return refusedErr
 	}
+	w.cellsFromRefs()
+	// The compactor's to-do marks go first (compact_todo.go).
+	if err := s.noteDirty(ctx, w.cells); err != nil {
+		return err
+	}
+	if err := s.data.Put(ctx, w.cells); err != nil {
+		return fmt.Errorf("write %d samples: %w", len(w.cells), err)
+	}
+	return refusedErr
+}
+
+// beginWrite checks every series of batch with check, then takes a writer
+// and resolves the batch's UIDs into it. refused describes the series left
+// without a UID (nil when none is); the caller puts w back.
+func (s *Store) beginWrite(ctx context.Context, batch []SeriesIn, check func(*SeriesIn) error) (w *writer, refused, err error) {
+	for i := range batch {
+		if err := check(&batch[i]); err != nil {
+			return nil, nil, err
+		}
+	}
+	w = s.writers.Get().(*writer)
+	w.reset()
+	if err := s.resolve(ctx, w, batch); err != nil {
+		s.putWriter(w)
+		return nil, nil, err
+	}
+	return w, s.refusedError(w, batch), nil
+}
+
+// cellsFromRefs sets w.cells to the raw cells of w.refs, aliasing w.buf.
+func (w *writer) cellsFromRefs() {
 	if cap(w.cells) < len(w.refs) {
 		w.cells = make([]table.Cell, len(w.refs))
 	}
@@ -101,14 +124,6 @@ func (s *Store) Write(ctx context.Context, batch []SeriesIn) error {
 			Value:     buf[v:r.end:r.end],
 		}
 	}
-	// The compactor's to-do marks go first (compact_todo.go).
-	if err := s.noteDirty(ctx, w.cells); err != nil {
-		return err
-	}
-	if err := s.data.Put(ctx, w.cells); err != nil {
-		return fmt.Errorf("write %d samples: %w", len(w.cells), err)
-	}
-	return refusedErr
 }
 
 // maxPooledCells bounds the writers kept for reuse: the buffers of one huge
@@ -216,21 +231,10 @@ func skipUIDs(in *SeriesIn, pos int) int {
 // appendCells appends the cells of one series, whose UIDs start at
 // w.uids[pos], and returns the position of the next series' UIDs.
 func (s *Store) appendCells(w *writer, in *SeriesIn, pos int) int {
-	metric := w.uids[pos]
-	pos++
-	w.tags = w.tags[:0]
-	for _, l := range in.Labels {
-		if l.Name == model.MetricNameLabel || l.Value == "" {
-			continue
-		}
-		w.tags = append(w.tags, rowkey.TagPair{K: w.uids[pos], V: w.uids[pos+1]})
-		pos += 2
-	}
 	if len(in.Samples) == 0 && len(in.Histograms) == 0 {
-		return pos
+		return skipUIDs(in, pos)
 	}
-	rowkey.SortTags(w.tags)
-	w.sid = s.layout.AppendSeriesID(w.sid[:0], metric, w.tags)
+	pos = s.seriesID(w, in, pos)
 	var r rowCursor
 	for _, smp := range in.Samples {
 		off := r.cell(w, s, smp.T)
@@ -246,6 +250,24 @@ func (s *Store) appendCells(w *writer, in *SeriesIn, pos int) int {
 		}
 		w.refs = append(w.refs, cellRef{row: r.start, rowEnd: r.end, q: off, end: uint32(len(w.buf)), t: hs.T})
 	}
+	return pos
+}
+
+// seriesID sets w.sid to the series ID of a series whose UIDs start at
+// w.uids[pos], and returns the position of the next series' UIDs.
+func (s *Store) seriesID(w *writer, in *SeriesIn, pos int) int {
+	metric := w.uids[pos]
+	pos++
+	w.tags = w.tags[:0]
+	for _, l := range in.Labels {
+		if l.Name == model.MetricNameLabel || l.Value == "" {
+			continue
+		}
+		w.tags = append(w.tags, rowkey.TagPair{K: w.uids[pos], V: w.uids[pos+1]})
+		pos += 2
+	}
+	rowkey.SortTags(w.tags)
+	w.sid = s.layout.AppendSeriesID(w.sid[:0], metric, w.tags)
 	return pos
 }
 
