@@ -169,8 +169,8 @@ func addStorageFlags(app *kingpin.Application, c *storageFlags) {
 		Default("4").IntVar(&c.layout.TagVWidth)
 	app.Flag("salt.buckets", "Salt buckets of the row keys (1: no salt byte; 2..256). Fixed when the tables are created.").
 		Default(fmt.Sprint(store.DefaultSaltBuckets)).IntVar(&c.layout.SaltBuckets)
-	app.Flag("hbase.data-regions", "Regions the data table is created with, split at salt bucket boundaries (0: one per bucket; 'auto': one per live region server). Fewer regions make small write requests cheaper and reads of small metrics dearer. Used only when the table is created.").
-		Default("0").StringVar(&c.dataRegions)
+	app.Flag("hbase.data-regions", "Regions the data table is created with, split at salt bucket boundaries ('auto': one per live region server; 0: one per bucket). Fewer regions make small write requests and small queries cheaper: HBase pays per region a request touches. Used only when the table is created.").
+		Default("auto").StringVar(&c.dataRegions)
 	app.Flag("uid.cache-size", "Entries of each of the six UID caches (forward and reverse, per kind); the default suits about a million active series. Hit ratio: promhbase_uid_cache_hits_total / (hits + misses).").
 		Default(fmt.Sprint(labels2uid.DefaultCacheSize)).IntVar(&c.uidCacheSize)
 
