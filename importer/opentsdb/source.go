@@ -88,8 +88,9 @@ func unitID(metric string, mint, maxt int64) string {
 	return idPrefix + metric + ":" + strconv.FormatInt(mint, 10) + "-" + strconv.FormatInt(maxt, 10)
 }
 
-// unitMetric is the OpenTSDB metric of a unit ID (metric names cannot hold
-// ':', OpenTSDB refuses it).
+// unitMetric is the OpenTSDB metric of a unit ID: what comes before the
+// last ':' (a metric may hold ':' with tsd.core.tag.allow_specialchars; the
+// bounds never do).
 func unitMetric(id string) (string, bool) {
 	rest, ok := strings.CutPrefix(id, idPrefix)
 	i := strings.LastIndexByte(rest, ':')
