@@ -144,7 +144,7 @@ func TestRowDuplicatesAndOrder(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
-	if d.stats.duplicates != 3 || d.stats.annotations != 1 || d.stats.compacted != 1 || d.stats.columns != 5 || d.stats.samples != 3 {
+	if d.stats.Duplicates != 3 || d.stats.Annotations != 1 || d.stats.Compacted != 1 || d.stats.Columns != 5 || d.stats.Samples != 3 {
 		t.Errorf("stats %+v", d.stats)
 	}
 
@@ -162,7 +162,7 @@ func TestRowDuplicatesAndOrder(t *testing.T) {
 	if want := []store.Sample{{T: ms + 2000, V: 2}}; !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
-	if d.stats.corrupt != 1 || d.stats.outOfRange != 2 {
+	if d.stats.Corrupt != 1 || d.stats.OutOfRange != 2 {
 		t.Errorf("stats %+v", d.stats)
 	}
 }

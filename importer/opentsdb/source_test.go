@@ -96,6 +96,20 @@ func readUnit(t *testing.T, s *Source, u importer.Unit) []gotSeries {
 	return out
 }
 
+// sourceUnits opens a source over the fake tables and lists its units.
+func sourceUnits(t *testing.T, f *fakeTSDB, o Options) (*Source, []importer.Unit) {
+	t.Helper()
+	s, err := newSource(context.Background(), f.m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	units, err := s.Units(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, units
+}
+
 func TestSourceUnitsAndSeries(t *testing.T) {
 	// Non-default widths and a 2-byte salt over 3 buckets.
 	o := Options{DataTable: "d", UIDTable: "u", MetricWidth: 2, TagKWidth: 1, TagVWidth: 4,
@@ -122,14 +136,7 @@ func TestSourceUnitsAndSeries(t *testing.T) {
 	f.putInts(f.rowKey(1, "disk.free", day+hour, "host", "a"), []int{60}, func(int) int64 { return -1 })
 	f.uid(qualMetrics, "unused")
 
-	s, err := newSource(context.Background(), f.m, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	units, err := s.Units(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, units := sourceUnits(t, f, o)
 	ms := day * 1000
 	span := int64(2*hour*1000) - 1
 	want := []importer.Unit{
@@ -159,8 +166,8 @@ func TestSourceUnitsAndSeries(t *testing.T) {
 		t.Errorf("last unit: %v", got)
 	}
 	st := s.Stats()
-	if st.Rows.Load() != 4 || st.Samples.Load() != 10 || st.Compacted.Load() != 1 {
-		t.Errorf("stats rows %d samples %d compacted %d", st.Rows.Load(), st.Samples.Load(), st.Compacted.Load())
+	if st.Rows != 4 || st.Samples != 10 || st.Compacted != 1 {
+		t.Errorf("stats rows %d samples %d compacted %d", st.Rows, st.Samples, st.Compacted)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -177,14 +184,7 @@ func TestSourceSelection(t *testing.T) {
 
 	// The metric list, the time range (cutting inside a row), a prefix.
 	o := Options{Metrics: []string{"m.a"}, MinTime: (base+hour+1800)*1000 + 1, MaxTime: (base + 30*hour) * 1000, MetricPrefix: "otsdb_"}
-	s, err := newSource(context.Background(), f.m, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	units, err := s.Units(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, units := sourceUnits(t, f, o)
 	var samples int
 	for i, u := range units {
 		if !strings.HasPrefix(u.ID, "opentsdb:m.a:") || u.MinTime < o.MinTime || u.MaxTime > o.MaxTime {
@@ -273,7 +273,7 @@ func TestSourceBadRows(t *testing.T) {
 	if len(got) != 1 || got[0].labels != `{__name__="m", k="v"}` {
 		t.Errorf("got %v", got)
 	}
-	if c := s.Stats().Corrupt.Load(); c != 2 {
+	if c := s.Stats().Corrupt; c != 2 {
 		t.Errorf("%d corrupt, want 2", c)
 	}
 

@@ -33,7 +33,7 @@ func loadDictionary(ctx context.Context, tb tables, o Options) (*dictionary, err
 		tagk: map[string]string{}, tagkName: map[string]string{},
 		tagv: map[string]string{}, tagvCap: o.TagValueCache,
 	}
-	sc := tb.scan(ctx, o.UIDTable, &hrpc.Scan{Families: [][]byte{familyName}}, hbase.ScanOptions{BytesPerCall: scanCallBytes})
+	sc := tb.scan(ctx, o.UIDTable, &hrpc.Scan{Families: [][]byte{familyName}}, hbase.ScanOptions{BytesPerCall: o.scanBytes})
 	defer sc.Close()
 	for sc.Next() {
 		row := sc.At()

@@ -1,7 +1,7 @@
 // Package tsdtest runs a real OpenTSDB 2.4.1 (scripts/opentsdb.sh) on the
 // test HBase for the OpenTSDB source's tests: start with extra
 // configuration, stop (SIGTERM: its compaction queue is flushed) or kill
-// (SIGKILL: rows stay as written), /api/put acknowledged by HBase,
+// (SIGKILL: rows stay as written), /api/put until HBase has the points,
 // annotations, /api/query with every point of every series, and waiting
 // until the writes a query makes (it compacts the rows it reads) are done.
 //
@@ -178,19 +178,21 @@ type Point struct {
 	Tags      map[string]string `json:"tags"`
 }
 
-// Put writes points with /api/put and checks that HBase acknowledged every
-// one (sync: OpenTSDB answers only then).
+// Put writes points with /api/put, checks that OpenTSDB took every one,
+// and waits until HBase has them (WaitIdle): many times faster than
+// /api/put?sync, which waits for each point's write.
 func (d *TSD) Put(t testing.TB, pts []Point) {
 	t.Helper()
 	for len(pts) > 0 {
-		n := min(len(pts), 500)
+		n := min(len(pts), 5000)
 		var sum struct{ Failed, Success int }
-		answer := d.post(t, "/api/put?details&sync&sync_timeout=60000", pts[:n], &sum)
+		answer := d.post(t, "/api/put?details", pts[:n], &sum)
 		if sum.Failed > 0 || sum.Success != n {
 			t.Fatalf("/api/put: %s", answer)
 		}
 		pts = pts[n:]
 	}
+	d.WaitIdle(t)
 }
 
 // Annotate stores an annotation of the series of tsuid at ts (seconds):
@@ -224,8 +226,9 @@ func (d *TSD) post(t testing.TB, path string, body, into any) []byte {
 }
 
 // WaitIdle waits until the TSD's HBase client has no RPC queued, batched
-// or in flight on two polls in a row: after a query, the compacted columns
-// it writes back and the deletes of the cells they replace are done.
+// or in flight on two polls in a row: the points put are written, and after
+// a query the compacted columns it writes back and the deletes of the cells
+// they replace are done.
 func (d *TSD) WaitIdle(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
