@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -77,23 +78,29 @@ type gotSeries struct {
 
 func readUnit(t *testing.T, s *Source, u importer.Unit) []gotSeries {
 	t.Helper()
-	it, err := s.Open(context.Background(), u)
+	out, err := readSeries(s, u)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// readSeries reads a unit's series, checking that their labels are sorted.
+func readSeries(s *Source, u importer.Unit) ([]gotSeries, error) {
+	it, err := s.Open(context.Background(), u)
+	if err != nil {
+		return nil, err
 	}
 	defer it.Close()
 	var out []gotSeries
 	for it.Next() {
 		in := it.At()
 		if !slices.IsSortedFunc(in.Labels, func(a, b labels.Label) int { return strings.Compare(a.Name, b.Name) }) {
-			t.Errorf("labels not sorted: %v", in.Labels)
+			return out, fmt.Errorf("labels not sorted: %v", in.Labels)
 		}
 		out = append(out, gotSeries{labels.New(in.Labels...).String(), slices.Clone(in.Samples)})
 	}
-	if err := it.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return out, it.Err()
 }
 
 // sourceUnits opens a source over the fake tables and lists its units.
@@ -291,5 +298,44 @@ func TestSourceBadRows(t *testing.T) {
 
 	if _, err := s.Open(context.Background(), importer.Unit{ID: "block-01"}); err == nil {
 		t.Error("a foreign unit opened")
+	}
+}
+
+// TestSourceConcurrentUnits reads units side by side (as the importer
+// does): the same series as one at a time, buffers and caches shared.
+func TestSourceConcurrentUnits(t *testing.T) {
+	f := newFakeTSDB(t, Options{})
+	base := int64(1700002800)
+	for m := range 4 {
+		for h := range int64(30) {
+			for s := range 5 {
+				f.putInts(f.rowKey(0, fmt.Sprintf("m%d", m), base+h*hour, "host", fmt.Sprint(s)), []int{0, 60, 3599},
+					func(i int) int64 { return int64(m*1000+s*100+i) + h })
+			}
+		}
+	}
+	o := Options{SpanHours: 6, RowsPerBatch: 3, TagValueCache: 2}
+	s, units := sourceUnits(t, f, o)
+	want := make([][]gotSeries, len(units))
+	for i, u := range units {
+		want[i] = readUnit(t, s, u)
+	}
+	got := make([][]gotSeries, len(units))
+	errs := make([]error, len(units))
+	var wg sync.WaitGroup
+	for i, u := range units {
+		wg.Go(func() { got[i], errs[i] = readSeries(s, u) })
+	}
+	wg.Wait()
+	for i := range units {
+		if errs[i] != nil {
+			t.Fatalf("unit %s: %v", units[i].ID, errs[i])
+		}
+		if !slices.EqualFunc(got[i], want[i], func(a, b gotSeries) bool { return a.labels == b.labels && slices.Equal(a.samples, b.samples) }) {
+			t.Errorf("unit %s read side by side differs", units[i].ID)
+		}
+	}
+	if n := s.Stats().Samples; n != 2*4*30*5*3 {
+		t.Errorf("%d samples counted, want %d", n, 2*4*30*5*3)
 	}
 }
