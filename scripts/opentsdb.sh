@@ -146,7 +146,22 @@ do_start() {
   else
     (cd "$repo" && go run ./cmd/benchtool otsdb-tables -zk "$PROMHBASE_TEST_ZK" -prefix "$prefix")
   fi
-  local port
+  # A free port may be taken before the TSD binds it (another test's
+  # listener, or a connection's ephemeral port): then try another.
+  local attempt rc
+  for attempt in 1 2 3; do
+    rc=0
+    launch || rc=$?
+    ((rc == 2)) || return "$rc"
+    log "port taken before the TSD bound it (attempt $attempt); another one"
+  done
+  return 1
+}
+
+# launch starts TSDMain on a free port and waits until it answers: 0 when it
+# does, 2 when it could not bind its port, 1 otherwise.
+launch() {
+  local port pid
   port=$(free_port)
   write_config "$port"
   (
@@ -156,14 +171,17 @@ do_start() {
       -cp "$(cat "$dir/classpath.txt")" net.opentsdb.tools.TSDMain --config="$run/opentsdb.conf" \
       > "$run/logs/stdout.log" 2>&1 < /dev/null
   ) &
-  local pid=$!
+  pid=$!
   echo "$pid" > "$run/tsd.pid"
   local deadline=$((SECONDS + 120))
   until curl -sf "http://127.0.0.1:$port/api/version" > /dev/null; do
     if ! kill -0 "$pid" 2>/dev/null || ((SECONDS > deadline)); then
+      do_stop
+      if grep -q "BindException" "$run/logs/stdout.log"; then
+        return 2
+      fi
       log "TSD did not come up; last log lines:"
       tail -n 40 "$run/logs/tsd.log" "$run/logs/stdout.log" >&2 || true
-      do_stop
       return 1
     fi
     sleep 0.5
