@@ -86,6 +86,13 @@ func (s *Scanner) Next() bool {
 	for s.err == nil && !s.closed {
 		for s.next < len(s.results) {
 			r := s.results[s.next]
+			if len(s.partial) > 0 && len(r.Cells) > 0 && !bytes.Equal(r.Cells[0].Row, s.partial[0].Row) {
+				// A result is flagged partial when more cells of its row may
+				// follow, as when the byte limit falls before deleted cells;
+				// another row's result ends it, as Java's client has it.
+				s.emitPartial()
+				return true
+			}
 			s.next++
 			if len(r.Cells) == 0 {
 				continue
@@ -106,9 +113,7 @@ func (s *Scanner) Next() bool {
 		}
 		if s.done {
 			if len(s.partial) > 0 {
-				s.rowBuf = append(s.rowBuf[:0], s.partial...)
-				s.partial = s.partial[:0]
-				s.emit(s.rowBuf)
+				s.emitPartial()
 				return true
 			}
 			return false
@@ -116,6 +121,13 @@ func (s *Scanner) Next() bool {
 		s.fetch()
 	}
 	return false
+}
+
+// emitPartial makes the parts received of a row the current row.
+func (s *Scanner) emitPartial() {
+	s.rowBuf = append(s.rowBuf[:0], s.partial...)
+	s.partial = s.partial[:0]
+	s.emit(s.rowBuf)
 }
 
 func (s *Scanner) emit(cells []hrpc.Cell) {

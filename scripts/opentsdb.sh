@@ -18,6 +18,9 @@
 #                          <prefix>tsdb-meta; several runs on one HBase must
 #                          use different prefixes
 #   OPENTSDB_HEAP          JVM heap (default 1g)
+#   OPENTSDB_CONF_EXTRA    configuration lines appended to the config
+#                          written (say "tsd.storage.enable_appends = true";
+#                          later lines win)
 #   BENCHTOOL              a built cmd/benchtool (default: go run)
 # Jars are resolved from Maven Central once into $PROMHBASE_CACHE (default
 # ~/.cache/prom-hbase), as scripts/hbase.sh does for HBase.
@@ -32,10 +35,11 @@ dir=$cache/opentsdb-$version
 
 log() { echo "opentsdb.sh: $*" >&2; }
 
-classpath() {
-  [[ -s $dir/classpath.txt ]] && return 0
-  mkdir -p "$dir"
-  cat > "$dir/pom.xml" <<POM
+# The runtime: OpenTSDB and its dependencies, and JAXB's API, which Java 11
+# and later no longer ship and OpenTSDB 2.4.1 needs wherever it prints or
+# parses a UID in hex (TSUIDs: /api/annotation, show_tsuids).
+pom() {
+  cat <<POM
 <?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -49,13 +53,32 @@ classpath() {
       <artifactId>opentsdb</artifactId>
       <version>$version</version>
     </dependency>
+    <dependency>
+      <groupId>javax.xml.bind</groupId>
+      <artifactId>jaxb-api</artifactId>
+      <version>2.3.1</version>
+    </dependency>
   </dependencies>
 </project>
 POM
+}
+
+# classpath resolves the runtime once per pom (a changed pom resolves again),
+# one process at a time.
+classpath() {
+  mkdir -p "$dir"
+  exec 9> "$dir/.lock"
+  flock 9
+  if [[ -s $dir/classpath.txt ]] && [[ "$(pom)" == "$(cat "$dir/pom.xml" 2>/dev/null)" ]]; then
+    exec 9>&-
+    return 0
+  fi
+  pom > "$dir/pom.xml"
   log "resolving OpenTSDB $version from Maven Central into $dir (once)"
   mvn -q -B -f "$dir/pom.xml" dependency:build-classpath \
     -Dmdep.outputFile="$dir/classpath.tmp" -Dmdep.includeScope=runtime >&2
   mv "$dir/classpath.tmp" "$dir/classpath.txt"
+  exec 9>&-
 }
 
 running_pid() {
@@ -96,6 +119,7 @@ tsd.core.auto_create_metrics = true
 tsd.storage.enable_compaction = true
 tsd.http.request.enable_chunked = true
 tsd.http.request.max_chunk = 67108864
+${OPENTSDB_CONF_EXTRA:-}
 CONF
   # Without a configuration logback logs every RPC at DEBUG to stdout.
   cat > "$run/logback.xml" <<XML
@@ -122,7 +146,22 @@ do_start() {
   else
     (cd "$repo" && go run ./cmd/benchtool otsdb-tables -zk "$PROMHBASE_TEST_ZK" -prefix "$prefix")
   fi
-  local port
+  # A free port may be taken before the TSD binds it (another test's
+  # listener, or a connection's ephemeral port): then try another.
+  local attempt rc
+  for attempt in 1 2 3; do
+    rc=0
+    launch || rc=$?
+    ((rc == 2)) || return "$rc"
+    log "port taken before the TSD bound it (attempt $attempt); another one"
+  done
+  return 1
+}
+
+# launch starts TSDMain on a free port and waits until it answers: 0 when it
+# does, 2 when it could not bind its port, 1 otherwise.
+launch() {
+  local port pid
   port=$(free_port)
   write_config "$port"
   (
@@ -132,14 +171,17 @@ do_start() {
       -cp "$(cat "$dir/classpath.txt")" net.opentsdb.tools.TSDMain --config="$run/opentsdb.conf" \
       > "$run/logs/stdout.log" 2>&1 < /dev/null
   ) &
-  local pid=$!
+  pid=$!
   echo "$pid" > "$run/tsd.pid"
   local deadline=$((SECONDS + 120))
   until curl -sf "http://127.0.0.1:$port/api/version" > /dev/null; do
     if ! kill -0 "$pid" 2>/dev/null || ((SECONDS > deadline)); then
+      do_stop
+      if grep -q "BindException" "$run/logs/stdout.log"; then
+        return 2
+      fi
       log "TSD did not come up; last log lines:"
       tail -n 40 "$run/logs/tsd.log" "$run/logs/stdout.log" >&2 || true
-      do_stop
       return 1
     fi
     sleep 0.5

@@ -40,7 +40,7 @@ const (
 	kindUnknown                      // another extended type: skipped
 )
 
-// errCorrupt marks a column OpenTSDB itself could not read.
+// errCorrupt marks a column in a layout OpenTSDB never writes.
 var errCorrupt = errors.New("corrupt column")
 
 func corrupt(format string, args ...any) error {
@@ -96,23 +96,20 @@ func appendColumn(dst []point, base int64, q, v []byte, ver int64, seq int) ([]p
 	return dst, kind, err
 }
 
-// appendSingle decodes a one-point column. For a 2-byte qualifier the
-// value's length wins over the flags, and the old 8-byte value flagged as
-// a 4-byte float is read from its last 4 bytes, as OpenTSDB fixes both.
+// appendSingle decodes a one-point column. A 2-byte qualifier's value is
+// fixed up as OpenTSDB does before it reads it (Internal.extractDataPoints):
+// an 8-byte value flagged as a 4-byte float loses its 4 leading zeros
+// (fixFloatingPointValue), and the value's length wins over the flags
+// (fixQualifierFlags). A millisecond qualifier's flags must fit its value.
 func appendSingle(dst []point, base int64, q, v []byte, ver int64, seq int) ([]point, error) {
-	if len(q) == 4 {
-		off, flags := msQualifier(q)
-		if len(v) != int(flags&lengthMask)+1 {
-			return dst, corrupt("%d-byte value for a %d-byte qualifier length", len(v), flags&lengthMask+1)
-		}
-		f, err := value(v, flags&flagFloat != 0)
-		if err != nil {
-			return dst, err
-		}
-		return append(dst, point{T: base*1000 + off, V: f, ver: ver, seq: seq}), nil
+	t, flags, _, err := qualifier(q, base)
+	if err != nil {
+		return dst, err
 	}
-	flags := q[1] & flagsMask
-	if flags&flagFloat != 0 && flags&lengthMask == 3 && len(v) == 8 {
+	if len(q) == 4 && len(v) != valueSize(flags) {
+		return dst, corrupt("%d-byte value for a qualifier of %d bytes", len(v), valueSize(flags))
+	}
+	if flags&flagFloat != 0 && valueSize(flags) == 4 && len(v) == 8 {
 		if binary.BigEndian.Uint32(v) != 0 {
 			return dst, corrupt("8-byte value flagged as a 4-byte float, its first 4 bytes not zero")
 		}
@@ -122,31 +119,21 @@ func appendSingle(dst []point, base int64, q, v []byte, ver int64, seq int) ([]p
 	if err != nil {
 		return dst, err
 	}
-	off := int64(binary.BigEndian.Uint16(q) >> secShift)
-	return append(dst, point{T: (base + off) * 1000, V: f, ver: ver, seq: seq}), nil
+	return append(dst, point{T: t, V: f, ver: ver, seq: seq}), nil
 }
 
 // appendCompacted decodes a compacted column: n qualifiers (2 or 4 bytes
 // each), n values of the lengths their flags say, one meta byte.
 func appendCompacted(dst []point, base int64, q, v []byte, ver int64, seq int) ([]point, error) {
 	vi := 0
-	for qi := 0; qi < len(q); {
-		t, flags, n, err := qualifier(q[qi:], base)
+	for qi := 0; qi < len(q); seq++ {
+		p, qn, vn, err := nextPoint(q[qi:], v[vi:], false, base)
 		if err != nil {
 			return dst, err
 		}
-		qi += n
-		size := int(flags&lengthMask) + 1
-		if vi+size > len(v) {
-			return dst, corrupt("compacted value of %d bytes ends inside point %d", len(v), seq)
-		}
-		f, err := value(v[vi:vi+size], flags&flagFloat != 0)
-		if err != nil {
-			return dst, err
-		}
-		dst = append(dst, point{T: t, V: f, ver: ver, seq: seq})
-		seq++
-		vi += size
+		p.ver, p.seq = ver, seq
+		dst = append(dst, p)
+		qi, vi = qi+qn, vi+vn
 	}
 	if vi != len(v)-1 {
 		return dst, corrupt("compacted value of %d bytes, its points take %d and the meta byte 1", len(v), vi)
@@ -155,38 +142,50 @@ func appendCompacted(dst []point, base int64, q, v []byte, ver int64, seq int) (
 }
 
 // appendAppends decodes an append column: (qualifier, value) pairs one
-// after another, later pairs overriding earlier ones at the same time.
+// after another, in the order written (a later pair at the same time
+// overrides an earlier one, as AppendDataPoints.parseKeyValue keeps it).
 func appendAppends(dst []point, base int64, v []byte, ver int64, seq int) ([]point, error) {
-	for i := 0; i < len(v); {
-		t, flags, n, err := qualifier(v[i:], base)
+	for i := 0; i < len(v); seq++ {
+		p, qn, vn, err := nextPoint(v[i:], nil, true, base)
 		if err != nil {
 			return dst, err
 		}
-		i += n
-		size := int(flags&lengthMask) + 1
-		if i+size > len(v) {
-			return dst, corrupt("append value of %d bytes ends inside a point", len(v))
-		}
-		f, err := value(v[i:i+size], flags&flagFloat != 0)
-		if err != nil {
-			return dst, err
-		}
-		dst = append(dst, point{T: t, V: f, ver: ver, seq: seq})
-		seq++
-		i += size
+		p.ver, p.seq = ver, seq
+		dst = append(dst, p)
+		i += qn + vn
 	}
 	return dst, nil
 }
 
+// nextPoint reads one point of a compacted or append column: its
+// qualifier at the start of q, its value at the start of v or, when
+// interleaved (an append column), right after the qualifier. qn and vn are
+// the bytes they take.
+func nextPoint(q, v []byte, interleaved bool, base int64) (p point, qn, vn int, err error) {
+	t, flags, qn, err := qualifier(q, base)
+	if err != nil {
+		return p, 0, 0, err
+	}
+	if interleaved {
+		v = q[qn:]
+	}
+	vn = valueSize(flags)
+	if vn > len(v) {
+		return p, 0, 0, corrupt("a %d-byte value cut short", vn)
+	}
+	f, err := value(v[:vn], flags&flagFloat != 0)
+	return point{T: t, V: f}, qn, vn, err
+}
+
 // qualifier reads the point qualifier at the start of b: its time (ms),
-// flags and size (2 or 4 bytes).
+// flags and size (4 bytes when its first nibble is 0xF, else 2).
 func qualifier(b []byte, base int64) (t int64, flags byte, n int, err error) {
 	if len(b) >= 1 && b[0]&msNibble == msNibble {
 		if len(b) < 4 {
 			return 0, 0, 0, corrupt("millisecond qualifier cut short")
 		}
-		off, flags := msQualifier(b)
-		return base*1000 + off, flags, 4, nil
+		u := binary.BigEndian.Uint32(b)
+		return base*1000 + int64(u&msOffsetMask)>>msShift, b[3] & flagsMask, 4, nil
 	}
 	if len(b) < 2 {
 		return 0, 0, 0, corrupt("qualifier cut short")
@@ -195,10 +194,8 @@ func qualifier(b []byte, base int64) (t int64, flags byte, n int, err error) {
 	return (base + off) * 1000, b[1] & flagsMask, 2, nil
 }
 
-func msQualifier(b []byte) (offMs int64, flags byte) {
-	u := binary.BigEndian.Uint32(b)
-	return int64(u&msOffsetMask) >> msShift, b[3] & flagsMask
-}
+// valueSize is the value length a point's flags say.
+func valueSize(flags byte) int { return int(flags&lengthMask) + 1 }
 
 // value reads a point's value: a signed big-endian integer of 1, 2, 4 or 8
 // bytes, or an IEEE 754 float of 4 or 8 bytes.

@@ -48,6 +48,8 @@ func TestColumnForms(t *testing.T) {
 		{"ms int", msQual(1234, f2), i2, kindSingle, []pt{{ms + 1234, 1000}}},
 		{"ms float", msQual(3599999, ff8), fl8, kindSingle, []pt{{ms + 3599999, 0.1}}},
 		{"ms value longer than flags", msQual(1, f1), i2, kindSingle, nil},
+		{"2-byte qualifier with the ms nibble", []byte{0xF0, 0x01}, i1, kindSingle, nil},
+		{"legacy float flagged 8, value 4", secQual(6, flagFloat|7), fl4, kindSingle, []pt{{ms + 6000, 0.5}}},
 		{"compacted seconds", cat(secQual(1, f1), secQual(2, ff8), secQual(10, f8)), cat(i1, fl8, i8, []byte{0}), kindCompacted,
 			[]pt{{ms + 1000, -7}, {ms + 2000, 0.1}, {ms + 10000, 1 << 40}}},
 		{"compacted mixed", cat(secQual(1, f4), msQual(1500, ff4), secQual(2, f2)), cat(i4, fl4, i2, []byte{1}), kindCompacted,
@@ -142,7 +144,7 @@ func TestRowDuplicatesAndOrder(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
-	if d.stats.duplicates != 3 || d.stats.annotations != 1 || d.stats.compacted != 1 || d.stats.columns != 5 || d.stats.samples != 3 {
+	if d.stats.Duplicates != 3 || d.stats.Annotations != 1 || d.stats.Compacted != 1 || d.stats.Columns != 5 || d.stats.Samples != 3 {
 		t.Errorf("stats %+v", d.stats)
 	}
 
@@ -160,7 +162,7 @@ func TestRowDuplicatesAndOrder(t *testing.T) {
 	if want := []store.Sample{{T: ms + 2000, V: 2}}; !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
-	if d.stats.corrupt != 1 || d.stats.outOfRange != 2 {
+	if d.stats.Corrupt != 1 || d.stats.OutOfRange != 2 {
 		t.Errorf("stats %+v", d.stats)
 	}
 }

@@ -11,39 +11,46 @@
 //
 // The UID table's family "name" maps UIDs to names (qualifiers metrics,
 // tagk, tagv; names are ISO-8859-1 bytes, as OpenTSDB writes them). A data
-// row key is [salt][metric UID][base time, u32 seconds][tagk UID, tagv UID]...;
-// its family "t" holds, per column:
+// row key is [salt][metric UID][base time, u32 seconds][tagk UID, tagv UID]...
+// with the widths of Options (OpenTSDB's tsd.storage.uid.width.* and
+// tsd.storage.salt.width); the rows of a metric are read in every salt
+// bucket 0..SaltBuckets-1, as OpenTSDB's own scans read them. The row's
+// family "t" holds, per column:
 //
 //   - a 2-byte qualifier: one point, offset in seconds << 4 | flags (bit 3:
 //     float; low 3 bits: value length - 1). As OpenTSDB does, the value's
-//     own length wins over the flags, and an 8-byte value flagged as a 4-byte
-//     float (a bug of early OpenTSDB versions) is read as the float in its
-//     last 4 bytes when its first 4 are zero;
+//     own length wins over the flags, and an 8-byte value flagged as a
+//     4-byte float (written so by early versions) is read as the float in
+//     its last 4 bytes when its first 4 are zero;
 //   - a 4-byte qualifier whose first nibble is 0xF: one point, offset in
 //     milliseconds << 6 | flags;
 //   - a longer even qualifier: a compacted column, the points' qualifiers
 //     concatenated (seconds and milliseconds mixed) and their values
 //     concatenated, followed by one meta byte;
 //   - an odd qualifier: an extended type named by its first byte. Appends
-//     (0x05, written with tsd.storage.enable_appends) hold (qualifier, value)
-//     pairs in the value and are read like points. Annotations (0x01) and
-//     histograms (0x06) have no Prometheus float counterpart and are skipped
-//     and counted (Stats), as are other prefixes.
+//     (0x05, written with tsd.storage.enable_appends) hold (qualifier,
+//     value) pairs in the value and are read like points. Annotations (0x01)
+//     and histograms (0x06) have no Prometheus float counterpart and are
+//     skipped and counted (Stats), as are other prefixes.
 //
 // Integers (1, 2, 4 or 8 bytes, big-endian, signed) become float64: exact up
-// to 2^53 in magnitude, rounded to the nearest float64 beyond (an int64 near
-// 2^63 keeps about 16 significant digits). Floats (4 or 8 bytes, IEEE 754)
-// are converted exactly. A point whose layout is broken (a length OpenTSDB
-// cannot read, a compacted value of the wrong size) makes the unit fail with
-// the row key, as it makes OpenTSDB's queries fail, unless
+// to 2^53 in magnitude, rounded to the nearest float64 beyond (2^53+1
+// becomes 2^53). Floats (4 or 8 bytes, IEEE 754) are
+// converted exactly. A column in a layout OpenTSDB never writes (a value
+// length its flags cannot have, a compacted value its qualifiers and meta
+// byte do not account for byte for byte, a float of 8 bytes flagged 4 whose
+// first 4 are not zero) fails the unit with the row key, unless
 // Options.SkipCorrupt, which skips and counts the column instead.
 //
-// Points of a row at the same millisecond (a compacted column and a raw
-// one, a second and a millisecond qualifier for the same instant, the same
-// point written twice) keep the most recent write: the column with the
-// highest HBase timestamp, and within one column the later point. This is
-// what OpenTSDB's compaction keeps with tsd.storage.fix_duplicates=true;
-// without it OpenTSDB refuses to answer for such rows at all.
+// A row may hold one instant twice: a compacted column and a raw cell
+// written later, a second and a millisecond qualifier for the same instant,
+// an append column written twice at one offset. The source keeps the point
+// of the column with the highest HBase timestamp, and within a column the
+// later one: what OpenTSDB's compaction and queries keep with
+// tsd.storage.fix_duplicates=true (without it, OpenTSDB refuses to answer
+// for a row whose duplicates differ). Not followed:
+// tsd.storage.use_otsdb_timestamp, under which OpenTSDB keeps the largest or
+// smallest value instead.
 //
 // # Names
 //
@@ -56,7 +63,8 @@
 //   - tag keys become label names the same way, without ':' (label names
 //     are [a-zA-Z_][a-zA-Z0-9_]*); a result starting with "__", reserved by
 //     Prometheus, gets "tag" in front (__foo becomes tag__foo);
-//   - tag values are kept as they are.
+//   - tag values are kept as they are (decoded from ISO-8859-1, as every
+//     name is).
 //
 // Two OpenTSDB names that map to one Prometheus name (a.b and a_b) would
 // merge different series into one, mixing their samples silently. New

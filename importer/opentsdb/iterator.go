@@ -30,17 +30,24 @@ type seriesIter struct {
 	sc         rowScanner
 	dec        rowDecoder
 
-	rows    []pendingRow   // the batch
-	samples []store.Sample // the batch's samples, rows' slices of it
-	keys    []byte         // the batch's row keys, rows' slices of it
-	values  map[string]string
-	uids    [][]byte
-	next    int
+	*buffers
+	next int
 
 	cur  store.SeriesIn
 	lbls []labels.Label
 	err  error
 	done bool
+}
+
+// buffers are an iterator's batch, kept for the next iterator when it
+// closes (Source.buffers): a unit's iterator then allocates nothing.
+type buffers struct {
+	rows    []pendingRow   // the batch
+	samples []store.Sample // the batch's samples, rows' slices of it
+	keys    []byte         // the batch's row keys, rows' slices of it
+	values  map[string]string
+	uids    [][]byte
+	points  []point // the decoder's
 }
 
 type pendingRow struct {
@@ -55,15 +62,19 @@ type pendingRow struct {
 const batchSamples = 1 << 18
 
 func newSeriesIter(ctx context.Context, s *Source, u importer.Unit, metric []byte, name string) *seriesIter {
+	b, _ := s.buffers.Get().(*buffers)
+	if b == nil {
+		b = &buffers{values: map[string]string{}}
+	}
 	it := &seriesIter{ctx: ctx, src: s, metric: metric, name: name, mint: u.MinTime, maxt: u.MaxTime,
-		bucket: -1, values: map[string]string{}, dec: rowDecoder{skipCorrupt: s.opts.SkipCorrupt}}
+		bucket: -1, buffers: b, dec: rowDecoder{skipCorrupt: s.opts.SkipCorrupt, pts: b.points}}
 	it.first, it.last = baseRange(u.MinTime, u.MaxTime)
 	return it
 }
 
 // Next advances to the next row that has samples in the unit's range.
 func (it *seriesIter) Next() bool {
-	for it.err == nil {
+	for it.err == nil && it.buffers != nil {
 		if it.next < len(it.rows) {
 			r := &it.rows[it.next]
 			it.next++
@@ -72,7 +83,7 @@ func (it *seriesIter) Next() bool {
 					it.err = fmt.Errorf("opentsdb: row %x: %w", r.key, err)
 					return false
 				}
-				it.dec.stats.corrupt++
+				it.dec.stats.Corrupt++
 				continue
 			}
 			return true
@@ -88,15 +99,24 @@ func (it *seriesIter) Next() bool {
 func (it *seriesIter) At() store.SeriesIn { return it.cur }
 func (it *seriesIter) Err() error         { return it.err }
 
-// Close stops the scan and adds the iterator's counts to the source's.
+// Close stops the scan and adds the iterator's counts to the source's;
+// the last series' slices are no longer valid: its buffers serve the next
+// iterator.
 func (it *seriesIter) Close() error {
 	if it.sc != nil {
 		it.sc.Close()
 		it.sc = nil
 	}
 	it.done = true
+	if it.buffers != nil {
+		it.points, it.rows = it.dec.pts, it.rows[:0]
+		it.src.buffers.Put(it.buffers)
+		it.buffers = nil
+	}
+	it.src.mu.Lock()
 	it.src.stats.add(&it.dec.stats)
-	it.dec.stats = rowStats{}
+	it.src.mu.Unlock()
+	it.dec.stats = Stats{}
 	return nil
 }
 
@@ -115,7 +135,7 @@ func (it *seriesIter) fill() error {
 			start, stop := it.src.layout.rowRange(it.bucket, it.metric, it.first, it.last)
 			it.sc = it.src.tb.scan(it.ctx, it.src.opts.DataTable,
 				&hrpc.Scan{Start: start, Stop: stop, Families: [][]byte{familyData}},
-				hbase.ScanOptions{BytesPerCall: scanCallBytes})
+				hbase.ScanOptions{BytesPerCall: it.src.opts.scanBytes})
 		}
 		if !it.sc.Next() {
 			err := it.sc.Err()
@@ -146,10 +166,13 @@ func (it *seriesIter) decodeRow(row hbase.Row) error {
 	base, _, err := l.parse(row.Key)
 	if err != nil {
 		if it.src.opts.SkipCorrupt {
-			it.dec.stats.corrupt++
+			it.dec.stats.Corrupt++
 			return nil
 		}
 		return fmt.Errorf("opentsdb: %w", err)
+	}
+	if cap(it.samples)-len(it.samples) < hour {
+		it.samples = slices.Grow(it.samples, max(hour, len(it.samples))) // doubling
 	}
 	n := len(it.samples)
 	it.samples, err = it.dec.decode(it.samples, base, row.Cells, it.mint, it.maxt)

@@ -47,6 +47,10 @@ type Options struct {
 	RowsPerBatch int
 	// Logger receives the summary of what was skipped (nil: slog.Default()).
 	Logger *slog.Logger
+
+	// scanBytes caps the bytes of a scan round trip (0: 1 MiB), and with it
+	// what a scan holds; tests make it small (export_test.go).
+	scanBytes int
 }
 
 var validPrefix = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
@@ -71,6 +75,7 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.SpanHours, 24)
 	def(&o.TagValueCache, 1<<20)
 	def(&o.RowsPerBatch, 512)
+	def(&o.scanBytes, 1<<20)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}

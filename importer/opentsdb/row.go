@@ -4,49 +4,37 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sync/atomic"
 
 	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
 	"github.com/prom-hbase/prom-hbase/store"
 )
 
-// Stats counts what a source read and what it left out. Its fields are
-// updated atomically; read them with Load.
+// Stats counts what a source read and what it left out.
 type Stats struct {
-	Rows       atomic.Int64 // data rows read
-	Columns    atomic.Int64 // columns read, of every kind
-	Compacted  atomic.Int64 // compacted columns among them
-	Appends    atomic.Int64 // append columns among them
-	Samples    atomic.Int64 // samples yielded
-	Duplicates atomic.Int64 // points dropped for a later write at the same millisecond
-	OutOfRange atomic.Int64 // points outside the unit's time range (rows straddle its edges)
+	Rows       int64 // data rows read
+	Columns    int64 // columns read, of every kind
+	Compacted  int64 // compacted columns among them
+	Appends    int64 // append columns among them
+	Samples    int64 // samples yielded
+	Duplicates int64 // points dropped for a later write at the same millisecond
+	OutOfRange int64 // points outside the unit's time range (rows straddle its edges)
 	// Skipped columns: annotations, OpenTSDB histograms, unknown extended
 	// types, and with Options.SkipCorrupt columns OpenTSDB cannot read.
-	Annotations atomic.Int64
-	Histograms  atomic.Int64
-	Unknown     atomic.Int64
-	Corrupt     atomic.Int64
+	Annotations, Histograms, Unknown, Corrupt int64
 }
 
-// rowStats is one iterator's share of Stats, added to the source's at
-// Close: counting per point must not touch shared cache lines.
-type rowStats struct {
-	rows, columns, compacted, appends, samples, duplicates, outOfRange int64
-	annotations, histograms, unknown, corrupt                          int64
-}
-
-func (s *Stats) add(r *rowStats) {
-	s.Rows.Add(r.rows)
-	s.Columns.Add(r.columns)
-	s.Compacted.Add(r.compacted)
-	s.Appends.Add(r.appends)
-	s.Samples.Add(r.samples)
-	s.Duplicates.Add(r.duplicates)
-	s.OutOfRange.Add(r.outOfRange)
-	s.Annotations.Add(r.annotations)
-	s.Histograms.Add(r.histograms)
-	s.Unknown.Add(r.unknown)
-	s.Corrupt.Add(r.corrupt)
+func (s *Stats) add(o *Stats) {
+	s.Rows += o.Rows
+	s.Columns += o.Columns
+	s.Compacted += o.Compacted
+	s.Appends += o.Appends
+	s.Samples += o.Samples
+	s.Duplicates += o.Duplicates
+	s.OutOfRange += o.OutOfRange
+	s.Annotations += o.Annotations
+	s.Histograms += o.Histograms
+	s.Unknown += o.Unknown
+	s.Corrupt += o.Corrupt
 }
 
 // rowDecoder turns a data row's columns into samples in time order, one per
@@ -54,16 +42,16 @@ func (s *Stats) add(r *rowStats) {
 type rowDecoder struct {
 	skipCorrupt bool
 	pts         []point
-	stats       rowStats
+	stats       Stats // this decoder's, added to the source's when its iterator closes
 }
 
 // decode appends the samples of a row with base time base (seconds) that
 // lie in [mint, maxt] (ms) to dst.
 func (d *rowDecoder) decode(dst []store.Sample, base int64, cells []hrpc.Cell, mint, maxt int64) ([]store.Sample, error) {
-	d.stats.rows++
+	d.stats.Rows++
 	pts := d.pts[:0]
 	for _, c := range cells {
-		d.stats.columns++
+		d.stats.Columns++
 		n := len(pts)
 		var kind columnKind
 		var err error
@@ -73,21 +61,21 @@ func (d *rowDecoder) decode(dst []store.Sample, base int64, cells []hrpc.Cell, m
 				d.pts = pts
 				return dst, fmt.Errorf("column %x: %w", c.Qualifier, err)
 			}
-			d.stats.corrupt++
+			d.stats.Corrupt++
 			pts = pts[:n]
 			continue
 		}
 		switch kind {
 		case kindCompacted:
-			d.stats.compacted++
+			d.stats.Compacted++
 		case kindAppend:
-			d.stats.appends++
+			d.stats.Appends++
 		case kindAnnotation:
-			d.stats.annotations++
+			d.stats.Annotations++
 		case kindHistogram:
-			d.stats.histograms++
+			d.stats.Histograms++
 		case kindUnknown:
-			d.stats.unknown++
+			d.stats.Unknown++
 		}
 	}
 	d.pts = pts
@@ -100,16 +88,16 @@ func (d *rowDecoder) decode(dst []store.Sample, base int64, cells []hrpc.Cell, m
 	}
 	for i, p := range pts {
 		if i+1 < len(pts) && pts[i+1].T == p.T {
-			d.stats.duplicates++
+			d.stats.Duplicates++
 			continue
 		}
 		if p.T < mint || p.T > maxt {
-			d.stats.outOfRange++
+			d.stats.OutOfRange++
 			continue
 		}
 		dst = append(dst, store.Sample{T: p.T, V: p.V})
 	}
-	d.stats.samples += int64(len(dst) - n0)
+	d.stats.Samples += int64(len(dst) - n0)
 	return dst, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/prom-hbase/prom-hbase/hbase"
 	"github.com/prom-hbase/prom-hbase/importer"
@@ -18,8 +19,11 @@ type Source struct {
 	opts    Options
 	layout  keyLayout
 	dict    *dictionary
-	metrics []string // OpenTSDB names of the metrics to import, sorted
-	stats   Stats
+	metrics []string  // OpenTSDB names of the metrics to import, sorted
+	buffers sync.Pool // *buffers of iterators closed
+
+	mu    sync.Mutex
+	stats Stats // of the iterators closed
 }
 
 var _ importer.Source = (*Source)(nil)
@@ -61,22 +65,27 @@ func newSource(ctx context.Context, tb tables, opts Options) (*Source, error) {
 	return s, nil
 }
 
-// Stats returns the counts of what was read and skipped so far.
-func (s *Source) Stats() *Stats { return &s.stats }
+// Stats returns the counts of what the units closed so far read and
+// skipped.
+func (s *Source) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
 
 // Close logs what was skipped. The HBase client stays open.
 func (s *Source) Close() error {
-	st := &s.stats
-	skipped := st.Annotations.Load() + st.Histograms.Load() + st.Unknown.Load() + st.Corrupt.Load()
+	st := s.Stats()
+	skipped := st.Annotations + st.Histograms + st.Unknown + st.Corrupt
 	log := s.opts.Logger.Info
 	if skipped > 0 {
 		log = s.opts.Logger.Warn
 	}
-	log("opentsdb source done", "rows", st.Rows.Load(), "columns", st.Columns.Load(),
-		"compacted_columns", st.Compacted.Load(), "append_columns", st.Appends.Load(),
-		"samples", st.Samples.Load(), "duplicates_dropped", st.Duplicates.Load(),
-		"skipped_annotations", st.Annotations.Load(), "skipped_histograms", st.Histograms.Load(),
-		"skipped_unknown_columns", st.Unknown.Load(), "skipped_corrupt", st.Corrupt.Load())
+	log("opentsdb source done", "rows", st.Rows, "columns", st.Columns,
+		"compacted_columns", st.Compacted, "append_columns", st.Appends,
+		"samples", st.Samples, "duplicates_dropped", st.Duplicates,
+		"skipped_annotations", st.Annotations, "skipped_histograms", st.Histograms,
+		"skipped_unknown_columns", st.Unknown, "skipped_corrupt", st.Corrupt)
 	return nil
 }
 
@@ -88,8 +97,9 @@ func unitID(metric string, mint, maxt int64) string {
 	return idPrefix + metric + ":" + strconv.FormatInt(mint, 10) + "-" + strconv.FormatInt(maxt, 10)
 }
 
-// unitMetric is the OpenTSDB metric of a unit ID (metric names cannot hold
-// ':', OpenTSDB refuses it).
+// unitMetric is the OpenTSDB metric of a unit ID: what comes before the
+// last ':' (a metric may hold ':' with tsd.core.tag.allow_specialchars; the
+// bounds never do).
 func unitMetric(id string) (string, bool) {
 	rest, ok := strings.CutPrefix(id, idPrefix)
 	i := strings.LastIndexByte(rest, ':')

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -77,23 +78,43 @@ type gotSeries struct {
 
 func readUnit(t *testing.T, s *Source, u importer.Unit) []gotSeries {
 	t.Helper()
-	it, err := s.Open(context.Background(), u)
+	out, err := readSeries(s, u)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// readSeries reads a unit's series, checking that their labels are sorted.
+func readSeries(s *Source, u importer.Unit) ([]gotSeries, error) {
+	it, err := s.Open(context.Background(), u)
+	if err != nil {
+		return nil, err
 	}
 	defer it.Close()
 	var out []gotSeries
 	for it.Next() {
 		in := it.At()
 		if !slices.IsSortedFunc(in.Labels, func(a, b labels.Label) int { return strings.Compare(a.Name, b.Name) }) {
-			t.Errorf("labels not sorted: %v", in.Labels)
+			return out, fmt.Errorf("labels not sorted: %v", in.Labels)
 		}
 		out = append(out, gotSeries{labels.New(in.Labels...).String(), slices.Clone(in.Samples)})
 	}
-	if err := it.Err(); err != nil {
+	return out, it.Err()
+}
+
+// sourceUnits opens a source over the fake tables and lists its units.
+func sourceUnits(t *testing.T, f *fakeTSDB, o Options) (*Source, []importer.Unit) {
+	t.Helper()
+	s, err := newSource(context.Background(), f.m, o)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	units, err := s.Units(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, units
 }
 
 func TestSourceUnitsAndSeries(t *testing.T) {
@@ -122,14 +143,7 @@ func TestSourceUnitsAndSeries(t *testing.T) {
 	f.putInts(f.rowKey(1, "disk.free", day+hour, "host", "a"), []int{60}, func(int) int64 { return -1 })
 	f.uid(qualMetrics, "unused")
 
-	s, err := newSource(context.Background(), f.m, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	units, err := s.Units(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, units := sourceUnits(t, f, o)
 	ms := day * 1000
 	span := int64(2*hour*1000) - 1
 	want := []importer.Unit{
@@ -159,8 +173,8 @@ func TestSourceUnitsAndSeries(t *testing.T) {
 		t.Errorf("last unit: %v", got)
 	}
 	st := s.Stats()
-	if st.Rows.Load() != 4 || st.Samples.Load() != 10 || st.Compacted.Load() != 1 {
-		t.Errorf("stats rows %d samples %d compacted %d", st.Rows.Load(), st.Samples.Load(), st.Compacted.Load())
+	if st.Rows != 4 || st.Samples != 10 || st.Compacted != 1 {
+		t.Errorf("stats rows %d samples %d compacted %d", st.Rows, st.Samples, st.Compacted)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -177,14 +191,7 @@ func TestSourceSelection(t *testing.T) {
 
 	// The metric list, the time range (cutting inside a row), a prefix.
 	o := Options{Metrics: []string{"m.a"}, MinTime: (base+hour+1800)*1000 + 1, MaxTime: (base + 30*hour) * 1000, MetricPrefix: "otsdb_"}
-	s, err := newSource(context.Background(), f.m, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	units, err := s.Units(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, units := sourceUnits(t, f, o)
 	var samples int
 	for i, u := range units {
 		if !strings.HasPrefix(u.ID, "opentsdb:m.a:") || u.MinTime < o.MinTime || u.MaxTime > o.MaxTime {
@@ -273,7 +280,7 @@ func TestSourceBadRows(t *testing.T) {
 	if len(got) != 1 || got[0].labels != `{__name__="m", k="v"}` {
 		t.Errorf("got %v", got)
 	}
-	if c := s.Stats().Corrupt.Load(); c != 2 {
+	if c := s.Stats().Corrupt; c != 2 {
 		t.Errorf("%d corrupt, want 2", c)
 	}
 
@@ -291,5 +298,44 @@ func TestSourceBadRows(t *testing.T) {
 
 	if _, err := s.Open(context.Background(), importer.Unit{ID: "block-01"}); err == nil {
 		t.Error("a foreign unit opened")
+	}
+}
+
+// TestSourceConcurrentUnits reads units side by side (as the importer
+// does): the same series as one at a time, buffers and caches shared.
+func TestSourceConcurrentUnits(t *testing.T) {
+	f := newFakeTSDB(t, Options{})
+	base := int64(1700002800)
+	for m := range 4 {
+		for h := range int64(30) {
+			for s := range 5 {
+				f.putInts(f.rowKey(0, fmt.Sprintf("m%d", m), base+h*hour, "host", fmt.Sprint(s)), []int{0, 60, 3599},
+					func(i int) int64 { return int64(m*1000+s*100+i) + h })
+			}
+		}
+	}
+	o := Options{SpanHours: 6, RowsPerBatch: 3, TagValueCache: 2}
+	s, units := sourceUnits(t, f, o)
+	want := make([][]gotSeries, len(units))
+	for i, u := range units {
+		want[i] = readUnit(t, s, u)
+	}
+	got := make([][]gotSeries, len(units))
+	errs := make([]error, len(units))
+	var wg sync.WaitGroup
+	for i, u := range units {
+		wg.Go(func() { got[i], errs[i] = readSeries(s, u) })
+	}
+	wg.Wait()
+	for i := range units {
+		if errs[i] != nil {
+			t.Fatalf("unit %s: %v", units[i].ID, errs[i])
+		}
+		if !slices.EqualFunc(got[i], want[i], func(a, b gotSeries) bool { return a.labels == b.labels && slices.Equal(a.samples, b.samples) }) {
+			t.Errorf("unit %s read side by side differs", units[i].ID)
+		}
+	}
+	if n := s.Stats().Samples; n != 2*4*30*5*3 {
+		t.Errorf("%d samples counted, want %d", n, 2*4*30*5*3)
 	}
 }

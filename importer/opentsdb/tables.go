@@ -14,8 +14,8 @@ type tables interface {
 	getBatch(ctx context.Context, table string, gets []*hrpc.Get) ([][]hrpc.Cell, error)
 }
 
-// rowScanner is hbase.Scanner's iteration: a row's slices stay valid after
-// the next call to Next.
+// rowScanner is hbase.Scanner's iteration: a row is valid until the next
+// call to Next.
 type rowScanner interface {
 	Next() bool
 	At() hbase.Row
@@ -35,10 +35,9 @@ func (t clientTables) getBatch(ctx context.Context, table string, gets []*hrpc.G
 
 // Families and qualifiers of OpenTSDB's tables.
 var (
-	familyData    = []byte("t")
-	familyName    = []byte("name")
-	qualMetrics   = "metrics"
-	qualTagK      = "tagk"
-	qualTagV      = "tagv"
-	scanCallBytes = 1 << 20 // bytes per scan round trip: bounds what a scan holds
+	familyData  = []byte("t")
+	familyName  = []byte("name")
+	qualMetrics = "metrics"
+	qualTagK    = "tagk"
+	qualTagV    = "tagv"
 )

@@ -33,7 +33,7 @@ func loadDictionary(ctx context.Context, tb tables, o Options) (*dictionary, err
 		tagk: map[string]string{}, tagkName: map[string]string{},
 		tagv: map[string]string{}, tagvCap: o.TagValueCache,
 	}
-	sc := tb.scan(ctx, o.UIDTable, &hrpc.Scan{Families: [][]byte{familyName}}, hbase.ScanOptions{BytesPerCall: scanCallBytes})
+	sc := tb.scan(ctx, o.UIDTable, &hrpc.Scan{Families: [][]byte{familyName}}, hbase.ScanOptions{BytesPerCall: o.scanBytes})
 	defer sc.Close()
 	for sc.Next() {
 		row := sc.At()
@@ -91,24 +91,19 @@ func keys(m map[string]string) []string {
 // out of out.
 func (d *dictionary) tagValues(ctx context.Context, tb tables, table string, uids [][]byte, out map[string]string) error {
 	var missing []*hrpc.Get
+	asked := map[string]bool{}
 	d.mu.Lock()
 	for _, u := range uids {
-		if _, done := out[string(u)]; done {
-			continue
-		}
 		if v, ok := d.tagv[string(u)]; ok {
 			out[string(u)] = v
-			continue
+		} else if !asked[string(u)] {
+			asked[string(u)] = true
+			missing = append(missing, &hrpc.Get{Row: u, Families: [][]byte{familyName}})
 		}
-		out[string(u)] = "" // asked for: not asked twice
-		missing = append(missing, &hrpc.Get{Row: u, Families: [][]byte{familyName}})
 	}
 	d.mu.Unlock()
 	if len(missing) == 0 {
 		return nil
-	}
-	for _, g := range missing {
-		delete(out, string(g.Row))
 	}
 	rows, err := tb.getBatch(ctx, table, missing)
 	if err != nil {

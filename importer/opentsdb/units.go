@@ -10,7 +10,6 @@ import (
 
 	"github.com/prom-hbase/prom-hbase/hbase"
 	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
-	"github.com/prom-hbase/prom-hbase/hbase/pb"
 	"github.com/prom-hbase/prom-hbase/importer"
 )
 
@@ -119,8 +118,7 @@ func (s *Source) extent(ctx context.Context, metric []byte) (first, last int64, 
 func (s *Source) probe(ctx context.Context, bucket int, metric []byte, from, to int64) (int64, bool, error) {
 	start, stop := s.layout.rowRange(bucket, metric, from, to)
 	sc := s.tb.scan(ctx, s.opts.DataTable, &hrpc.Scan{
-		Start: start, Stop: stop, Families: [][]byte{familyData},
-		Filter: hrpc.FilterList{Op: pb.FilterList_MUST_PASS_ALL, Filters: []hrpc.Filter{hrpc.FirstKeyOnlyFilter{}, hrpc.KeyOnlyFilter{}}},
+		Start: start, Stop: stop, Families: [][]byte{familyData}, CellsPerFamily: 1, Filter: hrpc.KeyOnlyFilter{},
 	}, hbase.ScanOptions{RowsPerCall: 1})
 	defer sc.Close()
 	if !sc.Next() {
