@@ -76,8 +76,11 @@
 //
 // A unit is one metric over one span of hours (Options.SpanHours, a UTC day
 // by default, aligned on the epoch), clipped to Options.MinTime and MaxTime;
-// its ID, "opentsdb:<metric>:<min ms>-<max ms>", is the same on every run
-// with the same options, so that the importer's resume state applies. Units
+// its ID, "opentsdb:<metric>:<min ms>-<max ms>", names the metric and the
+// whole span, not the clipped bounds: it is the same on every run, so that
+// the importer's resume state applies (the importer keys that state by the
+// options as given too, and a retention that moves MinTime on between runs
+// only shrinks what a span done already covered). Units
 // lists only the spans between each metric's first and last row (found by
 // a few one-row probes, per salt bucket). A unit scans the rows of its hours
 // in each salt bucket with bounded calls, decodes a bounded batch of rows at

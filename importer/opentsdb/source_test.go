@@ -219,6 +219,18 @@ func TestSourceSelection(t *testing.T) {
 	if len(units) != 2 {
 		t.Errorf("%d units, want 2 (the range spans a day boundary): %v", len(units), units)
 	}
+	// IDs name whole spans: a later start (a retention moving on) keeps
+	// the first unit's ID, and the importer's state with it.
+	day := int64(24 * hour * 1000)
+	first := units[0].MinTime - units[0].MinTime%day
+	if want := fmt.Sprintf("opentsdb:m.a:%d-%d", first, first+day-1); units[0].ID != want {
+		t.Errorf("first unit's ID %s, want %s", units[0].ID, want)
+	}
+	later := o
+	later.MinTime += 3600_000
+	if _, again := sourceUnits(t, f, later); len(again) != 2 || again[0].ID != units[0].ID || again[0].MinTime != later.MinTime {
+		t.Errorf("units with a later start: %v, want the same IDs", again)
+	}
 
 	if _, err := newSource(context.Background(), f.m, Options{Metrics: []string{"nope"}}); err == nil {
 		t.Error("an unknown metric was accepted")
