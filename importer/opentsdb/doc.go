@@ -10,7 +10,11 @@
 // # What is read
 //
 // The UID table's family "name" maps UIDs to names (qualifiers metrics,
-// tagk, tagv; names are ISO-8859-1 bytes, as OpenTSDB writes them). A data
+// tagk, tagv; names are ISO-8859-1 bytes, as OpenTSDB writes them). A name
+// may have two UIDs there: two TSDs assigning one new name at once each
+// write a UID's reverse mapping, and only one wins the forward mapping
+// (family "id"), the UID the data rows use. The loser's UID leaks; for a
+// metric with several UIDs the source reads the forward mapping. A data
 // row key is [salt][metric UID][base time, u32 seconds][tagk UID, tagv UID]...
 // with the widths of Options (OpenTSDB's tsd.storage.uid.width.* and
 // tsd.storage.salt.width); the rows of a metric are read in every salt
