@@ -19,6 +19,8 @@ type Writer interface {
 	WriteHistory(ctx context.Context, batch []store.SeriesIn) error
 }
 
+var _ Writer = (*store.Store)(nil)
+
 // Defaults of Config.
 const (
 	// DefaultBatchSamples bounds the samples of one WriteHistory call: large

@@ -121,14 +121,6 @@ func (it *fakeIter) At() store.SeriesIn { return it.out }
 func (it *fakeIter) Err() error         { return nil }
 func (it *fakeIter) Close() error       { return nil }
 
-// storeWriter writes history with Write, until the store's WriteHistory
-// is there: the same contract, raw cells instead of chunks.
-type storeWriter struct{ st *store.Store }
-
-func (w storeWriter) WriteHistory(ctx context.Context, b []store.SeriesIn) error {
-	return w.st.Write(ctx, b)
-}
-
 // backend opens a fresh DB and a table prefix of its own.
 type backend struct {
 	name string
