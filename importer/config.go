@@ -47,7 +47,8 @@ type Config struct {
 	Selection string
 
 	// Workers is how many units are read, and how many batches written, at
-	// once (0: GOMAXPROCS).
+	// once (0: GOMAXPROCS). Batches that hold the same series-hour are
+	// written one after the other, as WriteHistory requires (hourLocks).
 	Workers int
 	// BatchSamples bounds the samples (floats and histograms) of one write
 	// (0: DefaultBatchSamples). At most 2 x Workers batches exist at once:

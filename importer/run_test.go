@@ -29,7 +29,9 @@ func checkStore(t *testing.T, st *store.Store, f *fakeSource) {
 		for s := range f.series {
 			in := f.want(u, i, s)
 			in, _ = check(in, testLimits, &drops{})
-			want[labelsString(in.Labels)] = samplesString(in.Samples, in.Histograms)
+			// Units in time order: a series they share is their samples
+			// one after the other (floats or histograms, never both).
+			want[labelsString(in.Labels)] += samplesString(in.Samples, in.Histograms)
 		}
 	}
 	ss := st.Select(context.Background(), store.Query{Start: math.MinInt64 / 2, End: math.MaxInt64 / 2,
