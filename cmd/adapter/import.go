@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,6 +50,7 @@ type importFlags struct {
 	force        bool
 	verify       bool
 	progress     string
+	cpuProfile   string
 	pauseAfter   int64
 
 	sel        [][]*labels.Matcher // the parsed --match
@@ -80,6 +82,8 @@ func parseImportFlags(args []string) (*importFlags, error) {
 		Default(store.DefaultWriteTimeout.String()).DurationVar(&f.writeTimeout)
 	app.Flag("progress", "How to show progress: a line redrawn in place (line), log lines every 10s (log), or line when stderr is a terminal (auto).").
 		Default("auto").EnumVar(&f.progress, "auto", "line", "log")
+	app.Flag("debug.cpu-profile", "Write a Go CPU profile of the import to this file (go tool pprof reads it).").
+		PlaceHolder("FILE").StringVar(&f.cpuProfile)
 	app.Flag("testing.pause-after-batches", "TESTING ONLY: after this many batches are written, stop writing and wait to be killed.").
 		Hidden().Default("0").Int64Var(&f.pauseAfter)
 	prom := app.Command("prometheus", "Prometheus TSDB blocks: a data directory (its blocks; the head is not read), a snapshot (POST /api/v1/admin/tsdb/snapshot to a Prometheus run with --web.enable-admin-api; it writes the head as a block too), or one block.")
@@ -119,6 +123,14 @@ func runImport(args []string) int {
 	logger := promslog.New(&f.log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if f.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "adapter import:", err)
+			return 2
+		}
+		defer stopProfile()
+	}
 	sum, hist, err := importBlocks(ctx, f, logger)
 	if sum != nil {
 		sum.Print(os.Stdout)
@@ -279,4 +291,20 @@ func (f *importFlags) progressOut() io.Writer {
 		return os.Stderr
 	}
 	return nil
+}
+
+// startCPUProfile profiles the process into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	out, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--debug.cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("--debug.cpu-profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		out.Close()
+	}, nil
 }
