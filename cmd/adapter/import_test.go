@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,8 +64,12 @@ func TestImportCommand(t *testing.T) {
 	if out, code = runAdapter(t, append(common, "--match={job=\"node\"}", "prometheus", blocks)...); code != 0 || !strings.Contains(out, "(1 done before") {
 		t.Errorf("rerun: exit %d\n%s", code, out)
 	}
-	if out, code = runAdapter(t, append(common, "--verify", "prometheus", blocks)...); code != 0 || !strings.Contains(out, "3 series, 1440 samples") {
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	if out, code = runAdapter(t, append(common, "--verify", "--debug.cpu-profile="+prof, "prometheus", blocks)...); code != 0 || !strings.Contains(out, "3 series, 1440 samples") {
 		t.Errorf("every series: exit %d\n%s", code, out)
+	}
+	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
+		t.Errorf("no CPU profile written: %v", err)
 	}
 	// A retention moves the time range's start on between runs; the
 	// units done stay done.
