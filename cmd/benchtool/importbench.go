@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -18,10 +21,16 @@ import (
 const blockHours = 2
 
 // runImportBench writes the data set as Prometheus TSDB blocks of two hours
-// (old enough that every hour is closed), runs the adapter's import
-// command on them into fresh tables, and prints samples/s and the CPU
-// seconds of the import and of the processes named. The data table's
-// bytes per sample are the `compact` subcommand's, run afterwards.
+// (old enough that every hour is closed) and runs the adapter's import
+// command on them -runs times, each into fresh tables: the first meets
+// HBase as it is (a fresh JVM when bench.sh started it), the later ones a
+// JVM that has compiled its write path, as a long-running region server
+// has. For each it prints samples/s over the command's whole run (tables
+// created, every write durable) and over the import loop alone (the
+// command's summary), and the CPU seconds of the import and of the
+// processes named. The data table's bytes per sample are the `compact`
+// subcommand's, run afterwards on the first run's tables (-prefix); run N
+// writes to -prefix plus "runN-".
 func runImportBench(args []string) error {
 	fs := flag.NewFlagSet("import", flag.ExitOnError)
 	var d dataFlags
@@ -29,6 +38,7 @@ func runImportBench(args []string) error {
 	adapter := fs.String("adapter", "", "the adapter binary (required)")
 	dir := fs.String("dir", "", "directory for the blocks (required)")
 	hours := fs.Int("hours", 8, "hours of data, a multiple of 2")
+	runs := fs.Int("runs", 2, "imports of the blocks, each into fresh tables")
 	zk := fs.String("zk", os.Getenv("PROMHBASE_TEST_ZK"), "ZooKeeper quorum of the HBase")
 	prefix := fs.String("prefix", "", "table name prefix of the import's tables (required)")
 	workers := fs.Int("workers", 0, "the import's --workers (0: its default)")
@@ -36,8 +46,8 @@ func runImportBench(args []string) error {
 	var m cpuMeter
 	fs.Var(&m.pids, "pid", "name=PID of a process whose CPU time to report (repeatable)")
 	_ = fs.Parse(args)
-	if *adapter == "" || *dir == "" || *prefix == "" || *hours < blockHours || *hours%blockHours != 0 {
-		return errors.New("-adapter, -dir and -prefix are required, -hours a multiple of 2")
+	if *adapter == "" || *dir == "" || *prefix == "" || *hours < blockHours || *hours%blockHours != 0 || *runs < 1 {
+		return errors.New("-adapter, -dir and -prefix are required, -hours a multiple of 2, -runs at least 1")
 	}
 	if d.start == 0 {
 		// Whole blocks, ending at least three hours ago: every hour closed.
@@ -49,33 +59,65 @@ func runImportBench(args []string) error {
 		return err
 	}
 	samples := float64(d.series * rounds)
+	for run := 1; run <= *runs; run++ {
+		tables := *prefix
+		if run > 1 {
+			tables += fmt.Sprintf("run%d-", run)
+		}
+		cmdArgs := []string{"import", "--hbase.zookeeper-quorum=" + *zk, "--hbase.table-prefix=" + tables,
+			"--progress=log", "--log.level=warn"}
+		if *workers > 0 {
+			cmdArgs = append(cmdArgs, "--workers="+strconv.Itoa(*workers))
+		}
+		if *batch > 0 {
+			cmdArgs = append(cmdArgs, "--batch-samples="+strconv.Itoa(*batch))
+		}
+		r, err := timeImport(exec.Command(*adapter, append(cmdArgs, "prometheus", *dir)...), &m)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("target=adapter-import run=%d series=%d rounds=%d step_ms=%d samples=%.0f seconds=%.2f samples_per_s=%.0f import_seconds=%.2f import_samples_per_s=%.0f block_bytes=%d block_bytes_per_sample=%.3f%s\n",
+			run, d.series, rounds, d.step, samples, r.secs, samples/r.secs, r.loopSecs, samples/r.loopSecs,
+			blockBytes, float64(blockBytes)/samples, formatCPU(r.cpu, samples/1e6, "msample"))
+	}
+	return nil
+}
 
-	cmdArgs := []string{"import", "--hbase.zookeeper-quorum=" + *zk, "--hbase.table-prefix=" + *prefix,
-		"--progress=log", "--log.level=warn"}
-	if *workers > 0 {
-		cmdArgs = append(cmdArgs, "--workers="+strconv.Itoa(*workers))
-	}
-	if *batch > 0 {
-		cmdArgs = append(cmdArgs, "--batch-samples="+strconv.Itoa(*batch))
-	}
-	cmd := exec.Command(*adapter, append(cmdArgs, "prometheus", *dir)...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+// importRun is one timed import: the command's seconds, its import loop's
+// (from its summary), and CPU seconds by process.
+type importRun struct {
+	secs, loopSecs float64
+	cpu            map[string]float64
+}
+
+// summaryTime finds the import loop's seconds in the command's summary:
+// "imported ... in 12.3s: ... samples/s".
+var summaryTime = regexp.MustCompile(`(?m)^imported .* in ([0-9.]+)s: [0-9]+ samples/s$`)
+
+func timeImport(cmd *exec.Cmd, m *cpuMeter) (importRun, error) {
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stderr, &out), os.Stderr
 	if err := m.start(); err != nil {
-		return err
+		return importRun{}, err
 	}
 	began := time.Now()
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("adapter import: %w", err)
+		return importRun{}, fmt.Errorf("adapter import: %w", err)
 	}
-	secs := time.Since(began).Seconds()
-	cpu, err := m.stop()
-	if err != nil {
-		return err
+	r := importRun{secs: time.Since(began).Seconds()}
+	var err error
+	if r.cpu, err = m.stop(); err != nil {
+		return r, err
 	}
-	cpu["import"] = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
-	fmt.Printf("target=adapter-import series=%d rounds=%d step_ms=%d samples=%.0f seconds=%.2f samples_per_s=%.0f block_bytes=%d block_bytes_per_sample=%.3f%s\n",
-		d.series, rounds, d.step, samples, secs, samples/secs, blockBytes, float64(blockBytes)/samples, formatCPU(cpu, samples/1e6, "msample"))
-	return nil
+	r.cpu["import"] = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	match := summaryTime.FindSubmatch(out.Bytes())
+	if match == nil {
+		return r, errors.New("adapter import printed no summary line")
+	}
+	if r.loopSecs, err = strconv.ParseFloat(string(match[1]), 64); err != nil || r.loopSecs <= 0 {
+		return r, fmt.Errorf("adapter import's summary: seconds %q", match[1])
+	}
+	return r, nil
 }
 
 // writeBenchBlocks writes the data set into blocks of two hours from
