@@ -175,6 +175,14 @@ func TestHistoryFlagsReachTheStore(t *testing.T) {
 	if c := imp.storeConfig(0, nil, nil); c.CompactGrace != store.DefaultCompactGrace || c.WriteTimeout != store.DefaultWriteTimeout {
 		t.Errorf("import defaults: grace %v, write timeout %v; want the adapter's", c.CompactGrace, c.WriteTimeout)
 	}
+	// A grace of 0s is none, where the store's zero would be its default.
+	serve, err = parseFlags([]string{"--compactor.grace=0s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := serve.storeConfig(0, nil, nil); c.CompactGrace != store.NoGrace {
+		t.Errorf("--compactor.grace=0s: store config has grace %v, want store.NoGrace", c.CompactGrace)
+	}
 }
 
 // TestImportGrace imports a series with samples in an hour long closed and

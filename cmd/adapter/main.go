@@ -199,7 +199,7 @@ func (c *storageFlags) storeConfig(dataRegions int, reg prometheus.Registerer, l
 		MaxLabelNameLength:  c.limits.MaxLabelNameLength,
 		MaxLabelValueLength: c.limits.MaxLabelValueLength,
 		UIDCacheSize:        c.uidCacheSize,
-		CompactGrace:        c.compactGrace,
+		CompactGrace:        storeGrace(c.compactGrace),
 		WriteTimeout:        c.writeTimeout,
 		Registerer:          reg,
 		Logger:              logger,
