@@ -47,9 +47,12 @@ func TestImportSnapshot(t *testing.T) {
 	at, snap := s.snapshot()
 	qs := importQueries(s, at)
 
+	// Units in parallel: the head's block and the block before it may
+	// share an hour.
 	prefix := s.prefix + "once_"
-	out := s.runImport(prefix, snap, "--verify")
+	out := s.runImport(prefix, snap, "--verify", "--workers=4")
 	t.Logf("import:\n%s", out)
+	checkWritten(t, out)
 	s.compareWith(s.serveTables("1", prefix), "import", qs, at)
 
 	// Killed once its first unit is done and the next begun: the rerun
@@ -57,8 +60,9 @@ func TestImportSnapshot(t *testing.T) {
 	prefix = s.prefix + "killed_"
 	batches, first := pauseAfter(t, snap)
 	s.killImport(prefix, snap, batches)
-	out = s.runImport(prefix, snap, "--verify")
+	out = s.runImport(prefix, snap, "--verify", "--workers=4")
 	t.Logf("import after SIGKILL:\n%s", out)
+	checkWritten(t, out)
 	if m := regexp.MustCompile(`\((\d+) done before`).FindStringSubmatch(out); m == nil || first && m[1] == "0" {
 		t.Errorf("the rerun after the kill did not skip the unit done before it")
 	}
@@ -138,13 +142,31 @@ func (s *suite) runImport(prefix, snap string, extra ...string) string {
 	return string(out)
 }
 
+// checkWritten reads how the store wrote an import's samples: every
+// sample imported is accounted for, and closed hours (all but the last of
+// three days) went in as chunk cells.
+func checkWritten(t *testing.T, out string) {
+	t.Helper()
+	imp := regexp.MustCompile(`(?m)^imported .*: \d+ series, (\d+) samples`).FindStringSubmatch(out)
+	w := regexp.MustCompile(`(?m)^written: (\d+) samples in chunk cells, (\d+) in raw cells .*, (\d+) stored already, (\d+) past the retention$`).FindStringSubmatch(out)
+	if imp == nil || w == nil {
+		t.Errorf("no summary of the samples imported and written")
+		return
+	}
+	n := func(s string) int { v, _ := strconv.Atoi(s); return v }
+	chunked, raw, same, expired := n(w[1]), n(w[2]), n(w[3]), n(w[4])
+	if chunked+raw+same+expired != n(imp[1]) || chunked <= raw {
+		t.Errorf("%d samples imported; written %d chunked, %d raw, %d stored already, %d expired: want them all, most chunked",
+			n(imp[1]), chunked, raw, same, expired)
+	}
+}
+
 func (s *suite) importArgs(prefix, snap string, extra ...string) []string {
 	args := []string{"import",
 		"--hbase.zookeeper-quorum=" + s.zk,
 		"--hbase.zookeeper-root=" + hbasetest.ZKRoot(),
 		"--hbase.table-prefix=" + prefix,
 		"--salt.buckets=4",
-		"--workers=1",
 		"--batch-samples=" + strconv.Itoa(importBatch),
 		"--progress=log",
 	}
@@ -165,7 +187,7 @@ func (s *suite) killImport(prefix, snap string, batches int) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	cmd := exec.Command(s.adapterBin, s.importArgs(prefix, snap, "--testing.pause-after-batches="+itoa(batches))...)
+	cmd := exec.Command(s.adapterBin, s.importArgs(prefix, snap, "--workers=1", "--testing.pause-after-batches="+itoa(batches))...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -94,6 +94,10 @@ func TestImportOpenTSDB(t *testing.T) {
 	out := imp.run(0, plain, "--verify")
 	t.Logf("import:\n%s", out)
 	units := checkImported(t, out, plain.points, 0)
+	// Closed hours, all of them: chunk cells only.
+	if want := fmt.Sprintf("written: %d samples in chunk cells, 0 in raw cells", plain.points); !strings.Contains(out, want) {
+		t.Errorf("no %q in the import's output", want)
+	}
 	// The rows were as the test meant them: compacted columns and raw ones.
 	if m := regexp.MustCompile(`rows=\d+ columns=(\d+) compacted_columns=(\d+)`).FindStringSubmatch(out); m == nil || atoi(m[2]) == 0 || atoi(m[1]) <= atoi(m[2]) {
 		t.Errorf("the default table holds no compacted columns, or nothing else:\n%s", out)

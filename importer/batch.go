@@ -24,6 +24,7 @@ type batch struct {
 	samples []store.Sample
 	hists   []store.HistogramSample
 	series  []store.SeriesIn // built by finish
+	hours   []seriesHour     // of series, held while it is written
 }
 
 type piece struct{ l0, l1, s0, s1, h0, h1 int }
@@ -40,6 +41,7 @@ func (b *batch) reset() {
 	b.hists = b.hists[:0]
 	clear(b.series)
 	b.series = b.series[:0]
+	b.hours = b.hours[:0]
 }
 
 // add copies a series piece into the batch. A piece that continues the

@@ -19,6 +19,8 @@ type Writer interface {
 	WriteHistory(ctx context.Context, batch []store.SeriesIn) error
 }
 
+var _ Writer = (*store.Store)(nil)
+
 // Defaults of Config.
 const (
 	// DefaultBatchSamples bounds the samples of one WriteHistory call: large
@@ -45,7 +47,8 @@ type Config struct {
 	Selection string
 
 	// Workers is how many units are read, and how many batches written, at
-	// once (0: GOMAXPROCS).
+	// once (0: GOMAXPROCS). Batches that hold the same series-hour are
+	// written one after the other, as WriteHistory requires (hourLocks).
 	Workers int
 	// BatchSamples bounds the samples (floats and histograms) of one write
 	// (0: DefaultBatchSamples). At most 2 x Workers batches exist at once:

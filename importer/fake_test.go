@@ -33,6 +33,8 @@ type fakeSource struct {
 	extra func(unit, series int) []labels.Label
 	// negative gives the first series of each unit samples before 1970.
 	negative bool
+	// shared leaves the unit label out: the units hold the same series.
+	shared bool
 
 	mu     sync.Mutex
 	opened map[string]int
@@ -42,11 +44,18 @@ type fakeSource struct {
 const base = int64(1767225600000)
 
 func newFakeSource(units, series int, step time.Duration) *fakeSource {
+	return newSpanSource(units, series, step, 2*time.Hour)
+}
+
+// newSpanSource is newFakeSource with units of the given span, which need
+// not be whole hours.
+func newSpanSource(units, series int, step, span time.Duration) *fakeSource {
 	f := &fakeSource{series: series, step: step.Milliseconds(), piece: 1 << 30, opened: map[string]int{}}
+	ms := span.Milliseconds()
 	for i := range units {
-		mint := base + int64(i)*2*hourMillis
-		f.units = append(f.units, Unit{ID: fmt.Sprintf("u%02d", i), MinTime: mint, MaxTime: mint + 2*hourMillis - 1,
-			Series: int64(series), Samples: int64(series) * 2 * hourMillis / f.step})
+		mint := base + int64(i)*ms
+		f.units = append(f.units, Unit{ID: fmt.Sprintf("u%02d", i), MinTime: mint, MaxTime: mint + ms - 1,
+			Series: int64(series), Samples: int64(series) * ms / f.step})
 	}
 	return f
 }
@@ -67,7 +76,10 @@ func (f *fakeSource) Open(_ context.Context, u Unit) (SeriesIterator, error) {
 
 // want is what the store must hold of series s of a unit.
 func (f *fakeSource) want(u Unit, unit, s int) store.SeriesIn {
-	ls := []labels.Label{{Name: "__name__", Value: "fake_metric"}, {Name: "series", Value: strconv.Itoa(s)}, {Name: "unit", Value: u.ID}}
+	ls := []labels.Label{{Name: "__name__", Value: "fake_metric"}, {Name: "series", Value: strconv.Itoa(s)}}
+	if !f.shared {
+		ls = append(ls, labels.Label{Name: "unit", Value: u.ID})
+	}
 	if f.extra != nil {
 		ls = append(ls, f.extra(unit, s)...)
 		sort.Slice(ls, func(i, j int) bool { return ls[i].Name < ls[j].Name })
@@ -120,14 +132,6 @@ func (it *fakeIter) Next() bool {
 func (it *fakeIter) At() store.SeriesIn { return it.out }
 func (it *fakeIter) Err() error         { return nil }
 func (it *fakeIter) Close() error       { return nil }
-
-// storeWriter writes history with Write, until the store's WriteHistory
-// is there: the same contract, raw cells instead of chunks.
-type storeWriter struct{ st *store.Store }
-
-func (w storeWriter) WriteHistory(ctx context.Context, b []store.SeriesIn) error {
-	return w.st.Write(ctx, b)
-}
 
 // backend opens a fresh DB and a table prefix of its own.
 type backend struct {

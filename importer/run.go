@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sync"
 	"time"
@@ -44,6 +45,8 @@ type run struct {
 	prog  *progress
 	free  chan *batch // empty batches: at most 2 x Workers exist
 	todo  chan *batch // full batches, to the writers
+	locks hourLocks   // the series-hours being written
+	seed  maphash.Seed
 	sum   Summary
 	sumMu sync.Mutex
 }
@@ -63,7 +66,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list the units to import: %w", err)
 	}
-	r := &run{cfg: cfg, free: make(chan *batch, 2*cfg.Workers), todo: make(chan *batch)}
+	r := &run{cfg: cfg, free: make(chan *batch, 2*cfg.Workers), todo: make(chan *batch), seed: maphash.MakeSeed()}
 	runs, err := r.plan(ctx, units)
 	if err != nil {
 		return nil, err
@@ -136,11 +139,12 @@ func (r *run) plan(ctx context.Context, units []Unit) ([]*unitRun, error) {
 	return runs, nil
 }
 
-// writeLoop writes the batches the readers fill.
+// writeLoop writes the batches the readers fill and releases their
+// series-hours (the readers took them: importUnit).
 func (r *run) writeLoop(ctx context.Context) {
 	for b := range r.todo {
-		series := b.finish()
-		err := r.write(ctx, series)
+		err := r.write(ctx, b.series)
+		r.locks.unlock(b.hours)
 		if err == nil {
 			r.prog.written(int64(len(b.samples)), int64(len(b.hists)))
 		}
@@ -221,12 +225,24 @@ func (r *run) importUnit(ctx context.Context, u *unitRun) (c counts, err error) 
 	if err != nil {
 		return c, err
 	}
+	var h maphash.Hash
+	h.SetSeed(r.seed)
 	bt := batcher{max: r.cfg.BatchSamples, cur: b, emit: func(full *batch) (*batch, error) {
+		// The batch's series-hours are taken here, by the reader, and
+		// released by the writer: a batch that must wait for another's
+		// write keeps no writer from the batches of other units.
 		full.unit = u
+		full.hours = appendSeriesHours(full.hours[:0], full.finish(), &h)
+		if err := r.locks.lock(ctx, full.hours); err != nil {
+			full.reset()
+			r.free <- full
+			return nil, err
+		}
 		u.pending.Add(1)
 		select {
 		case r.todo <- full:
 		case <-ctx.Done():
+			r.locks.unlock(full.hours)
 			u.pending.Done()
 			full.reset()
 			r.free <- full

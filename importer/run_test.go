@@ -29,7 +29,9 @@ func checkStore(t *testing.T, st *store.Store, f *fakeSource) {
 		for s := range f.series {
 			in := f.want(u, i, s)
 			in, _ = check(in, testLimits, &drops{})
-			want[labelsString(in.Labels)] = samplesString(in.Samples, in.Histograms)
+			// Units in time order: a series they share is their samples
+			// one after the other (floats or histograms, never both).
+			want[labelsString(in.Labels)] += samplesString(in.Samples, in.Histograms)
 		}
 	}
 	ss := st.Select(context.Background(), store.Query{Start: math.MinInt64 / 2, End: math.MaxInt64 / 2,
@@ -84,7 +86,7 @@ func TestRunImportsAndVerifies(t *testing.T) {
 		f := newFakeSource(3, 5, 15*time.Second)
 		f.piece = 300 // pieces cut at hours: the batcher sees several per series
 		f.negative = true
-		cfg := runCfg(f, tg, storeWriter{tg.st})
+		cfg := runCfg(f, tg, tg.st)
 		cfg.Verify = true
 		sum, err := Run(context.Background(), cfg)
 		if err != nil {
@@ -98,6 +100,10 @@ func TestRunImportsAndVerifies(t *testing.T) {
 		}
 		if len(sum.Dropped) != 1 || sum.Dropped[0].Reason != ReasonTimeRange || sum.Dropped[0].Samples != 9 {
 			t.Errorf("dropped %+v, want 9 samples before 1970", sum.Dropped)
+		}
+		// Hours long closed: every sample in chunk cells.
+		if hs := tg.st.HistoryStats(); hs != (store.HistoryStats{Chunked: sum.Samples + sum.Histograms}) {
+			t.Errorf("store wrote %+v, want all %d samples chunked", hs, sum.Samples+sum.Histograms)
 		}
 		checkStore(t, tg.st, f)
 	})
@@ -130,7 +136,7 @@ func TestRunResumesAfterFailure(t *testing.T) {
 		// Units of 4 series x 240 samples in batches of at most 500.
 		cfg := runCfg(f, tg, nil)
 		cfg.BatchSamples = 500
-		first := &failAfter{w: storeWriter{tg.st}}
+		first := &failAfter{w: tg.st}
 		first.n.Store(5)
 		cfg.Writer = first
 		cfg.Workers = 1 // two writes a unit: units 0 and 1 done, the first half of 2
@@ -144,7 +150,7 @@ func TestRunResumesAfterFailure(t *testing.T) {
 		done := sum.Imported
 		cfg.Workers = 2
 
-		second := &failAfter{w: storeWriter{tg.st}}
+		second := &failAfter{w: tg.st}
 		second.n.Store(math.MaxInt64)
 		cfg.Writer = second
 		cfg.Verify = true
@@ -168,7 +174,7 @@ func TestRunResumesAfterFailure(t *testing.T) {
 func TestRunForce(t *testing.T) {
 	tg := pebbleTarget(t)
 	f := newFakeSource(2, 3, time.Minute)
-	cfg := runCfg(f, tg, storeWriter{tg.st})
+	cfg := runCfg(f, tg, tg.st)
 	if _, err := Run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +213,7 @@ func (l lossy) WriteHistory(ctx context.Context, b []store.SeriesIn) error {
 func TestVerifyFindsMismatch(t *testing.T) {
 	tg := pebbleTarget(t)
 	f := newFakeSource(3, 3, time.Minute)
-	cfg := runCfg(f, tg, lossy{storeWriter{tg.st}})
+	cfg := runCfg(f, tg, lossy{tg.st})
 	cfg.Verify = true
 	sum, err := Run(context.Background(), cfg)
 	if !errors.Is(err, ErrVerify) {
@@ -233,7 +239,7 @@ func TestVerifyFindsMismatch(t *testing.T) {
 	if err := tg.st.Write(context.Background(), []store.SeriesIn{extra}); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Writer = storeWriter{tg.st}
+	cfg.Writer = tg.st
 	sum, err = Run(context.Background(), cfg)
 	if !errors.Is(err, ErrVerify) || sum.Skipped != 3 || len(sum.Mismatches) != 2 {
 		t.Fatalf("rerun: %v %+v", err, sum)
@@ -259,7 +265,7 @@ func TestRunDropsRefusedSeries(t *testing.T) {
 		}
 		return nil
 	}
-	cfg := runCfg(f, tg, storeWriter{tg.st})
+	cfg := runCfg(f, tg, tg.st)
 	cfg.Limits.MaxLabelValueLength = 0
 	sum, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -331,7 +337,7 @@ func TestRunParallelBoundedBatches(t *testing.T) {
 	tg := pebbleTarget(t)
 	f := newFakeSource(4, 10, 15*time.Second)
 	f.piece = 100 // pieces smaller than an hour: the batcher joins them
-	g := &gate{w: storeWriter{tg.st}, both: make(chan struct{})}
+	g := &gate{w: tg.st, both: make(chan struct{})}
 	cfg := runCfg(f, tg, g)
 	cfg.Workers = 3
 	cfg.BatchSamples = 700 // two hours of a series: never split
@@ -352,7 +358,7 @@ func TestProgressTerminal(t *testing.T) {
 	tg := pebbleTarget(t)
 	f := newFakeSource(3, 2, time.Minute)
 	var out bytes.Buffer
-	cfg := runCfg(f, tg, storeWriter{tg.st})
+	cfg := runCfg(f, tg, tg.st)
 	cfg.Progress = &out
 	if _, err := Run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
@@ -410,7 +416,7 @@ func TestProgressLog(t *testing.T) {
 	var out bytes.Buffer
 	lw := &logWaiter{Handler: slog.NewTextHandler(&out, nil), progress: make(chan struct{}, 1)}
 	cfg := runCfg(f, tg, nil)
-	cfg.Writer = &waitLog{w: storeWriter{tg.st}, log: lw}
+	cfg.Writer = &waitLog{w: tg.st, log: lw}
 	cfg.Logger = slog.New(lw)
 	cfg.LogEvery = 10 * time.Millisecond
 	cfg.Attempts = 1
@@ -440,7 +446,7 @@ func TestSummaryHasSourceDrops(t *testing.T) {
 	tg := pebbleTarget(t)
 	f := newFakeSource(1, 2, time.Minute)
 	f.negative = true
-	cfg := runCfg(f, tg, storeWriter{tg.st})
+	cfg := runCfg(f, tg, tg.st)
 	cfg.Source = droppingSource{f}
 	sum, err := Run(context.Background(), cfg)
 	if err != nil {

@@ -18,12 +18,15 @@ import (
 
 // Defaults of CompactorConfig.
 const (
-	DefaultCompactGrace     = 10 * time.Minute
-	DefaultCompactInterval  = time.Minute
-	DefaultCompactRate      = 100_000
-	DefaultCompactLease     = 2 * time.Minute
-	DefaultCompactQuiet     = MarkRefresh + 2*time.Minute
-	DefaultCompactBatchRows = 128
+	DefaultCompactGrace = 10 * time.Minute
+	// NoGrace, as a grace, closes an hour as soon as it ends (a zero grace
+	// means the default).
+	NoGrace                 time.Duration = -1
+	DefaultCompactInterval                = time.Minute
+	DefaultCompactRate                    = 100_000
+	DefaultCompactLease                   = 2 * time.Minute
+	DefaultCompactQuiet                   = MarkRefresh + 2*time.Minute
+	DefaultCompactBatchRows               = 128
 )
 
 // CompactorConfig configures a Compactor. The zero value gives the
@@ -31,7 +34,8 @@ const (
 type CompactorConfig struct {
 	// Grace is how long after its end an hour is closed: from then on its
 	// raw cells are compacted. Samples arriving later still land, as raw
-	// cells beside the chunks, and a later pass folds them in.
+	// cells beside the chunks, and a later pass folds them in. Zero means
+	// DefaultCompactGrace; NoGrace closes an hour at its end.
 	Grace time.Duration
 	// Interval is the time between the starts of two passes.
 	Interval time.Duration
@@ -56,7 +60,7 @@ type CompactorConfig struct {
 }
 
 func (c *CompactorConfig) setDefaults() {
-	if c.Grace <= 0 {
+	if c.Grace == 0 {
 		c.Grace = DefaultCompactGrace
 	}
 	if c.Interval <= 0 {
@@ -139,7 +143,7 @@ func (c *Compactor) Run(ctx context.Context) {
 // closed once its end plus grace has passed. The compactor reads only
 // closed hours, and WriteHistory writes them as chunk cells.
 func openHourFrom(now time.Time, grace time.Duration) uint32 {
-	return uint32(now.Add(-grace).Unix() / rowkey.HourSeconds * rowkey.HourSeconds)
+	return uint32(now.Add(-max(grace, 0)).Unix() / rowkey.HourSeconds * rowkey.HourSeconds)
 }
 
 // PassStats sums up one pass.
@@ -182,7 +186,7 @@ func (c *Compactor) Pass(ctx context.Context) (PassStats, error) {
 		}
 	})
 	if pending {
-		closed := time.Unix(int64(oldest)+rowkey.HourSeconds, 0).Add(c.cfg.Grace)
+		closed := time.Unix(int64(oldest)+rowkey.HourSeconds, 0).Add(max(c.cfg.Grace, 0))
 		st.Lag = max(0, now.Sub(closed))
 	}
 	c.m.lag.Set(st.Lag.Seconds())

@@ -59,7 +59,8 @@ type Config struct {
 	Retention time.Duration
 	// CompactGrace is the compactor's grace (CompactorConfig.Grace, the
 	// adapter's --compactor.grace): WriteHistory writes the hours it has
-	// closed as chunk cells, later ones as raw cells (0: DefaultCompactGrace).
+	// closed as chunk cells, later ones as raw cells (0: DefaultCompactGrace;
+	// NoGrace: an hour is closed at its end).
 	CompactGrace time.Duration
 	// WriteTimeout is the longest a write may take to land (the adapter's
 	// --write.timeout, which the compactor's quiet period covers):
@@ -107,7 +108,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.ReadBatchSeries, DefaultReadBatchSeries)
 	setDefault(&c.ReadBatchRows, DefaultReadBatchRows)
 	setDefault(&c.ScanConcurrency, DefaultScanConcurrency)
-	if c.CompactGrace <= 0 {
+	if c.CompactGrace == 0 {
 		c.CompactGrace = DefaultCompactGrace
 	}
 	if c.WriteTimeout <= 0 {

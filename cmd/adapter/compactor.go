@@ -59,7 +59,7 @@ func startCompactor(ctx context.Context, st *store.Store, f *compactorFlags, wri
 		rate = -1 // store.CompactorConfig: negative means no limit
 	}
 	c, err := st.NewCompactor(store.CompactorConfig{
-		Grace:      f.grace,
+		Grace:      storeGrace(f.grace),
 		Interval:   f.interval,
 		Rate:       rate,
 		Lease:      f.lease,
@@ -82,4 +82,13 @@ func startCompactor(ctx context.Context, st *store.Store, f *compactorFlags, wri
 		cancel()
 		<-done
 	}, nil
+}
+
+// storeGrace is --compactor.grace as the store takes it: there a zero grace
+// means the default, while a user's 0s means none.
+func storeGrace(d time.Duration) time.Duration {
+	if d <= 0 {
+		return store.NoGrace
+	}
+	return d
 }

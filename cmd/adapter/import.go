@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,6 +49,7 @@ type importFlags struct {
 	force        bool
 	verify       bool
 	progress     string
+	cpuProfile   string
 	pauseAfter   int64
 
 	sel        [][]*labels.Matcher // the parsed --match
@@ -75,8 +77,14 @@ func parseImportFlags(args []string) (*importFlags, error) {
 	app.Flag("force", "Import units that an earlier run finished, again.").BoolVar(&f.force)
 	app.Flag("verify", "Read every unit back once imported (or found done) and compare its series and sample counts with the source; exit status 3 when one differs.").
 		BoolVar(&f.verify)
+	app.Flag("compactor.grace", "The adapters' --compactor.grace: hours that ended at least this long ago are written as compacted chunks, later ones as raw cells that the adapters' compactors fold.").
+		Default(store.DefaultCompactGrace.String()).DurationVar(&f.compactGrace)
+	app.Flag("write.timeout", "The adapters' --write.timeout (at most): each step of a history write (read up to 4096 hour rows, write them back) must land within it, as the compactors count on.").
+		Default(store.DefaultWriteTimeout.String()).DurationVar(&f.writeTimeout)
 	app.Flag("progress", "How to show progress: a line redrawn in place (line), log lines every 10s (log), or line when stderr is a terminal (auto).").
 		Default("auto").EnumVar(&f.progress, "auto", "line", "log")
+	app.Flag("debug.cpu-profile", "Write a Go CPU profile of the import to this file (go tool pprof reads it).").
+		PlaceHolder("FILE").StringVar(&f.cpuProfile)
 	app.Flag("testing.pause-after-batches", "TESTING ONLY: after this many batches are written, stop writing and wait to be killed.").
 		Hidden().Default("0").Int64Var(&f.pauseAfter)
 	prom := app.Command("prometheus", "Prometheus TSDB blocks: a data directory (its blocks; the head is not read), a snapshot (POST /api/v1/admin/tsdb/snapshot to a Prometheus run with --web.enable-admin-api; it writes the head as a block too), or one block.")
@@ -117,9 +125,18 @@ func runImport(args []string) int {
 	logger := promslog.New(&f.log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	sum, err := importBlocks(ctx, f, logger)
+	if f.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "adapter import:", err)
+			return 2
+		}
+		defer stopProfile()
+	}
+	sum, hist, err := importBlocks(ctx, f, logger)
 	if sum != nil {
 		sum.Print(os.Stdout)
+		printHistoryStats(os.Stdout, hist)
 	}
 	switch {
 	case errors.Is(err, importer.ErrVerify):
@@ -133,41 +150,42 @@ func runImport(args []string) int {
 }
 
 // importBlocks imports the history the flags name: Prometheus blocks or
-// OpenTSDB tables.
-func importBlocks(ctx context.Context, f *importFlags, logger *slog.Logger) (*importer.Summary, error) {
+// OpenTSDB tables. It returns the summary and what the store did with the
+// samples written.
+func importBlocks(ctx context.Context, f *importFlags, logger *slog.Logger) (_ *importer.Summary, hist store.HistoryStats, err error) {
 	mint, maxt := f.mint, f.maxt
 	db, err := openDB(ctx, &f.storageFlags, logger)
 	if err != nil {
-		return nil, err
+		return nil, hist, err
 	}
 	defer db.Close()
 	if err := f.keepTableRetention(ctx, db, logger); err != nil {
-		return nil, err
+		return nil, hist, err
 	}
 	if mint, err = clipToRetention(mint, maxt, time.Duration(f.retention), time.Now(), logger); err != nil {
-		return nil, err
+		return nil, hist, err
 	}
 	src, sel, err := f.openSource(ctx, db, mint, maxt, logger)
 	if err != nil {
-		return nil, err
+		return nil, hist, err
 	}
 	defer src.Close()
 	regions, err := dataRegions(ctx, db, f.dataRegions)
 	if err != nil {
-		return nil, err
+		return nil, hist, err
 	}
 	st, err := store.Open(ctx, db, f.storeConfig(regions, prometheus.NewRegistry(), logger))
 	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+		return nil, hist, fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
 	state, err := importer.OpenState(ctx, db, f.tablePrefix)
 	if err != nil {
-		return nil, err
+		return nil, hist, err
 	}
-	return importer.Run(ctx, importer.Config{
+	sum, err := importer.Run(ctx, importer.Config{
 		Source: src,
-		Writer: f.pausing(historyWriter(st, logger), logger),
+		Writer: f.pausing(st, logger),
 		Reader: st,
 		State:  state,
 		// The flags as given: the retention horizon moves on between runs.
@@ -180,6 +198,14 @@ func importBlocks(ctx context.Context, f *importFlags, logger *slog.Logger) (*im
 		Progress:     f.progressOut(),
 		Logger:       logger,
 	})
+	return sum, st.HistoryStats(), err
+}
+
+// printHistoryStats says how the store wrote the samples: chunk cells for
+// closed hours, raw cells for the compactors to fold.
+func printHistoryStats(w io.Writer, h store.HistoryStats) {
+	fmt.Fprintf(w, "written: %d samples in chunk cells, %d in raw cells (hours not closed, rows holding other cells, histograms no chunk holds exactly), %d stored already, %d past the retention\n",
+		h.Chunked, h.Raw, h.Unchanged, h.Expired)
 }
 
 // parseSelectors parses the --match flags as promtool does.
@@ -268,4 +294,20 @@ func (f *importFlags) progressOut() io.Writer {
 		return os.Stderr
 	}
 	return nil
+}
+
+// startCPUProfile profiles the process into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	out, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--debug.cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("--debug.cpu-profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		out.Close()
+	}, nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,8 +64,12 @@ func TestImportCommand(t *testing.T) {
 	if out, code = runAdapter(t, append(common, "--match={job=\"node\"}", "prometheus", blocks)...); code != 0 || !strings.Contains(out, "(1 done before") {
 		t.Errorf("rerun: exit %d\n%s", code, out)
 	}
-	if out, code = runAdapter(t, append(common, "--verify", "prometheus", blocks)...); code != 0 || !strings.Contains(out, "3 series, 1440 samples") {
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	if out, code = runAdapter(t, append(common, "--verify", "--debug.cpu-profile="+prof, "prometheus", blocks)...); code != 0 || !strings.Contains(out, "3 series, 1440 samples") {
 		t.Errorf("every series: exit %d\n%s", code, out)
+	}
+	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
+		t.Errorf("no CPU profile written: %v", err)
 	}
 	// A retention moves the time range's start on between runs; the
 	// units done stay done.
@@ -139,5 +145,84 @@ func TestParseTime(t *testing.T) {
 	}
 	if _, err := parseTime("--x", "2026-01-01"); err == nil {
 		t.Error("a date without a time was accepted")
+	}
+}
+
+// TestHistoryFlagsReachTheStore: the store's history writes depend on
+// --compactor.grace and --write.timeout, in the adapter and in its import.
+func TestHistoryFlagsReachTheStore(t *testing.T) {
+	given := []string{"--compactor.grace=2h", "--write.timeout=7s"}
+	serve, err := parseFlags(given)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp, err := parseImportFlags(append(given, "prometheus", t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]store.Config{
+		"adapter": serve.storeConfig(0, nil, nil),
+		"import":  imp.storeConfig(0, nil, nil),
+	} {
+		if c.CompactGrace != 2*time.Hour || c.WriteTimeout != 7*time.Second {
+			t.Errorf("%s: store config has grace %v, write timeout %v; want the flags' 2h and 7s", name, c.CompactGrace, c.WriteTimeout)
+		}
+	}
+	imp, err = parseImportFlags([]string{"prometheus", t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := imp.storeConfig(0, nil, nil); c.CompactGrace != store.DefaultCompactGrace || c.WriteTimeout != store.DefaultWriteTimeout {
+		t.Errorf("import defaults: grace %v, write timeout %v; want the adapter's", c.CompactGrace, c.WriteTimeout)
+	}
+	// A grace of 0s is none, where the store's zero would be its default.
+	serve, err = parseFlags([]string{"--compactor.grace=0s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := serve.storeConfig(0, nil, nil); c.CompactGrace != store.NoGrace {
+		t.Errorf("--compactor.grace=0s: store config has grace %v, want store.NoGrace", c.CompactGrace)
+	}
+}
+
+// TestImportGrace imports a series with samples in an hour long closed and
+// in one that ended between 30 and 90 minutes ago: closed for the default
+// grace (both hours go in chunk cells), open for --compactor.grace=2h (that
+// hour goes in raw cells, for the compactors).
+func TestImportGrace(t *testing.T) {
+	const hour = int64(time.Hour / time.Millisecond)
+	recent := time.Now().Add(-90*time.Minute).UnixMilli() / hour * hour
+	db, err := tsdb.Open(t.TempDir(), slog.New(slog.DiscardHandler), nil, tsdb.DefaultOptions(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	app := db.Appender(context.Background())
+	for _, from := range []int64{recent - 5*hour, recent} {
+		for i := range int64(240) {
+			if _, err := app.Append(0, labels.FromStrings("__name__", "g"), from+i*15000, float64(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	blocks := t.TempDir()
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Snapshot(blocks, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{nil, "written: 480 samples in chunk cells, 0 in raw cells"},
+		{[]string{"--compactor.grace=2h"}, "written: 240 samples in chunk cells, 240 in raw cells"},
+	} {
+		args := append([]string{"import", "--storage.path=" + t.TempDir(), "--verify"}, c.flags...)
+		out, code := runAdapter(t, append(args, "prometheus", blocks)...)
+		if code != 0 || !strings.Contains(out, c.want) {
+			t.Errorf("%v: exit %d, want %q\n%s", c.flags, code, c.want, out)
+		}
 	}
 }

@@ -9,24 +9,6 @@ import (
 	"github.com/prom-hbase/prom-hbase/store"
 )
 
-// historyWriter is the store's history write: closed hours go in as chunk
-// cells. A store without WriteHistory (before it landed) gets its samples
-// through Write, as raw cells the compactor folds later: same answers,
-// more work for HBase.
-func historyWriter(st *store.Store, logger *slog.Logger) importer.Writer {
-	if w, ok := any(st).(importer.Writer); ok {
-		return w
-	}
-	logger.Warn("this store writes history as raw cells; the adapters' compactors fold them into chunks later")
-	return rawWriter{st}
-}
-
-type rawWriter struct{ st *store.Store }
-
-func (w rawWriter) WriteHistory(ctx context.Context, b []store.SeriesIn) error {
-	return w.st.Write(ctx, b)
-}
-
 // pausing wraps w for --testing.pause-after-batches: once that many writes
 // succeeded, every write waits until the import is ended. The end-to-end
 // suite kills the import then, in the middle of a unit.

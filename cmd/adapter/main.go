@@ -103,7 +103,7 @@ func parseFlags(args []string) (*config, error) {
 	app.Flag("write.max-bytes-in-flight", "Most memory all remote-write requests being served may take, counted as for --write.max-request-memory; beyond it 429 with Retry-After (0: a quarter of the memory available, 64MiB to 4GiB).").
 		Default("0").BytesVar(&c.maxInFlight)
 	app.Flag("write.timeout", "Time the storage has to acknowledge a write before the sender gets 503 and retries.").
-		Default("30s").DurationVar(&c.write.Timeout)
+		Default(store.DefaultWriteTimeout.String()).DurationVar(&c.write.Timeout)
 	app.Flag("read.sample-limit", "Most samples in one non-streamed (SAMPLES) remote-read response (0: no limit).").
 		Default("50000000").IntVar(&c.read.SampleLimit)
 	app.Flag("read.concurrent-limit", "Most remote reads served at once; more wait up to 5s, then get 429.").
@@ -128,6 +128,7 @@ func parseFlags(args []string) (*config, error) {
 	if err := c.layout.Validate(); err != nil {
 		return nil, fmt.Errorf("row-key layout flags: %w", err)
 	}
+	c.compactGrace, c.writeTimeout = c.compactor.grace, c.write.Timeout
 	return c, nil
 }
 
@@ -146,6 +147,11 @@ type storageFlags struct {
 	uidCacheSize int
 	dataRegions  string
 	limits       remote.Limits
+	// compactGrace and writeTimeout are --compactor.grace and
+	// --write.timeout, which the adapter and its import command register
+	// each with its own help: the store's history writes depend on them.
+	compactGrace time.Duration
+	writeTimeout time.Duration
 }
 
 func addStorageFlags(app *kingpin.Application, c *storageFlags) {
@@ -193,6 +199,8 @@ func (c *storageFlags) storeConfig(dataRegions int, reg prometheus.Registerer, l
 		MaxLabelNameLength:  c.limits.MaxLabelNameLength,
 		MaxLabelValueLength: c.limits.MaxLabelValueLength,
 		UIDCacheSize:        c.uidCacheSize,
+		CompactGrace:        storeGrace(c.compactGrace),
+		WriteTimeout:        c.writeTimeout,
 		Registerer:          reg,
 		Logger:              logger,
 	}

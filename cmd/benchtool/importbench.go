@@ -20,14 +20,20 @@ import (
 // Prometheus's head cuts them.
 const blockHours = 2
 
-// runImportBench times the adapter's import command into fresh tables and
-// prints samples/s and the CPU seconds of the import and of the processes
-// named. With -source prometheus it first writes the data set as
+// runImportBench runs the adapter's import command -runs times, each into
+// fresh tables, on the data set: with -source prometheus written first as
 // Prometheus TSDB blocks of two hours (old enough that every hour is
-// closed); with -source opentsdb it imports OpenTSDB's tables, which `load
-// -target opentsdb=URL` filled with the data set (-series x -rounds). The
-// command's summary must count every sample of the data set. The data
-// table's bytes per sample are the `compact` subcommand's, run afterwards.
+// closed), with -source opentsdb in OpenTSDB's tables of -otsdb-prefix,
+// which `load -target opentsdb=URL` filled (-series x -rounds). The
+// command's summary must count every sample of the data set. The first meets
+// HBase as it is (a fresh JVM when bench.sh started it), the later ones a
+// JVM that has compiled its write path, as a long-running region server
+// has. For each it prints samples/s over the command's whole run (tables
+// created, every write durable) and over the import loop alone (the
+// command's summary), and the CPU seconds of the import and of the
+// processes named. The data table's bytes per sample are the `compact`
+// subcommand's, run afterwards on the first run's tables (-prefix); run N
+// writes to -prefix plus "runN-".
 func runImportBench(args []string) error {
 	fs := flag.NewFlagSet("import", flag.ExitOnError)
 	var d dataFlags
@@ -37,6 +43,7 @@ func runImportBench(args []string) error {
 	dir := fs.String("dir", "", "directory for the blocks (required with -source prometheus)")
 	hours := fs.Int("hours", 8, "hours of data, a multiple of 2 (-source prometheus)")
 	otsdbPrefix := fs.String("otsdb-prefix", "", "prefix of OpenTSDB's tables <prefix>tsdb and <prefix>tsdb-uid (required with -source opentsdb)")
+	runs := fs.Int("runs", 2, "imports of the blocks, each into fresh tables")
 	zk := fs.String("zk", os.Getenv("PROMHBASE_TEST_ZK"), "ZooKeeper quorum of the HBase")
 	prefix := fs.String("prefix", "", "table name prefix of the import's tables (required)")
 	workers := fs.Int("workers", 0, "the import's --workers (0: its default)")
@@ -44,8 +51,8 @@ func runImportBench(args []string) error {
 	var m cpuMeter
 	fs.Var(&m.pids, "pid", "name=PID of a process whose CPU time to report (repeatable)")
 	_ = fs.Parse(args)
-	if *adapter == "" || *prefix == "" {
-		return errors.New("-adapter and -prefix are required")
+	if *adapter == "" || *prefix == "" || *runs < 1 {
+		return errors.New("-adapter and -prefix are required, -runs at least 1")
 	}
 	var (
 		srcArgs []string
@@ -79,51 +86,70 @@ func runImportBench(args []string) error {
 		return fmt.Errorf("-source %s: neither prometheus nor opentsdb", *source)
 	}
 	samples := float64(d.series * d.rounds)
-
-	cmdArgs := []string{"import", "--hbase.zookeeper-quorum=" + *zk, "--hbase.table-prefix=" + *prefix,
-		"--progress=log", "--log.level=warn"}
-	if *workers > 0 {
-		cmdArgs = append(cmdArgs, "--workers="+strconv.Itoa(*workers))
+	for run := 1; run <= *runs; run++ {
+		tables := *prefix
+		if run > 1 {
+			tables += fmt.Sprintf("run%d-", run)
+		}
+		cmdArgs := []string{"import", "--hbase.zookeeper-quorum=" + *zk, "--hbase.table-prefix=" + tables,
+			"--progress=log", "--log.level=warn"}
+		if *workers > 0 {
+			cmdArgs = append(cmdArgs, "--workers="+strconv.Itoa(*workers))
+		}
+		if *batch > 0 {
+			cmdArgs = append(cmdArgs, "--batch-samples="+strconv.Itoa(*batch))
+		}
+		r, err := timeImport(exec.Command(*adapter, append(cmdArgs, srcArgs...)...), &m, int64(samples))
+		if err != nil {
+			return err
+		}
+		fmt.Printf("target=%s run=%d series=%d rounds=%d step_ms=%d samples=%.0f seconds=%.2f samples_per_s=%.0f import_seconds=%.2f import_samples_per_s=%.0f%s%s\n",
+			target, run, d.series, d.rounds, d.step, samples, r.secs, samples/r.secs, r.loopSecs, samples/r.loopSecs,
+			extra, formatCPU(r.cpu, samples/1e6, "msample"))
 	}
-	if *batch > 0 {
-		cmdArgs = append(cmdArgs, "--batch-samples="+strconv.Itoa(*batch))
-	}
-	secs, cpu, err := timeImport(*adapter, append(cmdArgs, srcArgs...), &m, int64(samples))
-	if err != nil {
-		return err
-	}
-	fmt.Printf("target=%s series=%d rounds=%d step_ms=%d samples=%.0f seconds=%.2f samples_per_s=%.0f%s%s\n",
-		target, d.series, d.rounds, d.step, samples, secs, samples/secs, extra, formatCPU(cpu, samples/1e6, "msample"))
 	return nil
 }
 
-// importedRE finds the samples count in the import's summary.
-var importedRE = regexp.MustCompile(`units \(\d+ done before, 0 failed\): \d+ series, (\d+) samples`)
+// importRun is one timed import: the command's seconds, its import loop's
+// (from its summary), and CPU seconds by process.
+type importRun struct {
+	secs, loopSecs float64
+	cpu            map[string]float64
+}
 
-// timeImport runs the import command until it exits, with its output on
-// stderr, and returns its seconds and the CPU seconds of it and of m's
-// processes. Its summary must count want samples.
-func timeImport(adapter string, args []string, m *cpuMeter, want int64) (float64, map[string]float64, error) {
+// summaryTime finds the samples and the import loop's seconds in the
+// command's summary: "imported ... 0 failed): ... series, N samples ... in
+// 12.3s: ... samples/s".
+var summaryTime = regexp.MustCompile(`(?m)^imported .* 0 failed\): \d+ series, (\d+) samples .* in ([0-9.]+)s: [0-9]+ samples/s$`)
+
+// timeImport runs cmd, an import that must import want samples.
+func timeImport(cmd *exec.Cmd, m *cpuMeter, want int64) (importRun, error) {
 	var out bytes.Buffer
-	cmd := exec.Command(adapter, args...)
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stderr, &out), os.Stderr
 	if err := m.start(); err != nil {
-		return 0, nil, err
+		return importRun{}, err
 	}
 	began := time.Now()
 	if err := cmd.Run(); err != nil {
-		return 0, nil, fmt.Errorf("adapter import: %w", err)
+		return importRun{}, fmt.Errorf("adapter import: %w", err)
 	}
-	secs := time.Since(began).Seconds()
-	cpu, err := m.stop()
-	if err != nil {
-		return 0, nil, err
+	r := importRun{secs: time.Since(began).Seconds()}
+	var err error
+	if r.cpu, err = m.stop(); err != nil {
+		return r, err
 	}
-	cpu["import"] = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
-	if g := importedRE.FindStringSubmatch(out.String()); g == nil || g[1] != strconv.FormatInt(want, 10) {
-		return 0, nil, fmt.Errorf("adapter import: its summary does not count the %d samples of the data set: %q", want, out.String())
+	r.cpu["import"] = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	match := summaryTime.FindSubmatch(out.Bytes())
+	if match == nil {
+		return r, errors.New("adapter import printed no summary line")
 	}
-	return secs, cpu, nil
+	if string(match[1]) != strconv.FormatInt(want, 10) {
+		return r, fmt.Errorf("adapter import's summary counts %s samples, not the data set's %d", match[1], want)
+	}
+	if r.loopSecs, err = strconv.ParseFloat(string(match[2]), 64); err != nil || r.loopSecs <= 0 {
+		return r, fmt.Errorf("adapter import's summary: seconds %q", match[2])
+	}
+	return r, nil
 }
 
 // writeBenchBlocks writes the data set into blocks of two hours from

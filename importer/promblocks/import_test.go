@@ -14,14 +14,6 @@ import (
 	"github.com/prom-hbase/prom-hbase/table/pebbletable"
 )
 
-// storeWriter writes history with Write, until the store's WriteHistory
-// is there: the same contract, raw cells instead of chunks.
-type storeWriter struct{ st *store.Store }
-
-func (w storeWriter) WriteHistory(ctx context.Context, b []store.SeriesIn) error {
-	return w.st.Write(ctx, b)
-}
-
 // TestImportIntoStore imports overlapping blocks with a tombstone and
 // every kind of sample into a store, verifies, and reads everything back.
 func TestImportIntoStore(t *testing.T) {
@@ -49,7 +41,7 @@ func TestImportIntoStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := importer.Run(ctx, importer.Config{Source: src, Writer: storeWriter{st}, Reader: st, State: state,
+	sum, err := importer.Run(ctx, importer.Config{Source: src, Writer: st, Reader: st, State: state,
 		Verify: true, BatchSamples: 300, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
