@@ -12,7 +12,10 @@
 // TestImportSnapshot starts a Prometheus on TSDB blocks of that history,
 // imports a snapshot of it with `adapter import` (once cleanly, once killed
 // and run again) and asks the same questions of it and of a Prometheus
-// reading the imported tables.
+// reading the imported tables. TestImportOpenTSDB has a real OpenTSDB 2.4.1
+// load two table pairs, imports them with `adapter import opentsdb` and
+// compares every series read back by remote read with OpenTSDB's
+// /api/query, point for point.
 //
 // The package owns only test code. It must not import the adapter's packages:
 // it talks to the adapter over HTTP exactly as Prometheus does, so it tests

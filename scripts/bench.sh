@@ -50,6 +50,10 @@
 # (that step and its table only), BENCH_ONLY=import (only the import of
 # IMPORT_SERIES (10000) series x IMPORT_HOURS (8) hours of TSDB blocks with
 # `adapter import`: samples/s, CPU, bytes/sample after major compaction;
+# not part of the full run), BENCH_ONLY=import-opentsdb (only the import of
+# OTSDB_IMPORT_SERIES (1000) series x OTSDB_IMPORT_ROUNDS (360) samples that
+# a TSD loaded and, stopping, compacted, with `adapter import opentsdb`:
+# samples/s, CPU, bytes/sample of both data tables after major compaction;
 # not part of the full run), ADAPTER_BIN (a
 # built adapter instead of building ./cmd/adapter), PROMETHEUS_BIN (a built
 # Prometheus instead of scripts/prometheus.sh; "none" leaves Prometheus out),
@@ -63,6 +67,7 @@ ds_series=${DS_SERIES:-1000} ds_rounds=${DS_ROUNDS:-360} ingest_rounds=${INGEST_
 read_reps=${READ_REPS:-3} read_warmup=${READ_WARMUP:-20s}
 hist_series=${HIST_SERIES:-200} hist_rounds=${HIST_ROUNDS:-480}
 import_series=${IMPORT_SERIES:-10000} import_hours=${IMPORT_HOURS:-8}
+otsdb_import_series=${OTSDB_IMPORT_SERIES:-1000} otsdb_import_rounds=${OTSDB_IMPORT_ROUNDS:-360}
 compactor_done_metric=${COMPACTOR_DONE_METRIC:-promhbase_compactor_series_hours_total}
 step_ms=15000
 
@@ -208,15 +213,32 @@ bench_import() {
   rec import-bytes "$bt" compact -root "$hbase_root" "${prefix}imp-prom-data"
 }
 
+# --- import-opentsdb: OpenTSDB's tables through `adapter import opentsdb` ---
+# A TSD loads the data set and stops (flushing its compaction queue, as a TSD
+# taken down does); the import reads its tables, OpenTSDB not running.
+bench_import_opentsdb() {
+  local oi=(-run oi -series "$otsdb_import_series" -rounds "$otsdb_import_rounds" -start "$start" -step "$step_ms")
+  say "import-opentsdb: $otsdb_import_series series x $otsdb_import_rounds samples through a TSD"
+  start_tsd oi "${prefix}oi-"
+  rec opentsdb-load "$bt" load -target "opentsdb=$tsd_url" "${oi[@]}"
+  stop_tsd oi
+  rec opentsdb-bytes "$bt" compact -root "$hbase_root" "${prefix}oi-tsdb"
+  rec import-opentsdb "$bt" import -source opentsdb -otsdb-prefix "${prefix}oi-" -adapter "$tmp/adapter" \
+    -prefix "${prefix}oi-" "${oi[@]}" -pid "hbase=$hbase_pid"
+  rec import-opentsdb-bytes "$bt" compact -root "$hbase_root" "${prefix}oi-prom-data"
+}
+
 began=$SECONDS
-if [[ ${BENCH_ONLY:-} == import ]]; then
-  bench_import
-  echo
-  echo "Command: \`BENCH_ONLY=import make bench\`. Machine: $machine. Run $(date -u '+%F %H:%M') UTC, $(((SECONDS - began) / 60)) min $(((SECONDS - began) % 60)) s; load average $load_before at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end."
-  echo
-  "$bt" report -only import "$results"
-  exit 0
-fi
+case ${BENCH_ONLY:-} in
+  import | import-opentsdb)
+    "bench_${BENCH_ONLY//-/_}"
+    echo
+    echo "Command: \`BENCH_ONLY=$BENCH_ONLY make bench\`. Machine: $machine. Run $(date -u '+%F %H:%M') UTC, $(((SECONDS - began) / 60)) min $(((SECONDS - began) % 60)) s; load average $load_before at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end."
+    echo
+    "$bt" report -only "$BENCH_ONLY" "$results"
+    exit 0
+    ;;
+esac
 if [[ ${BENCH_ONLY:-} == histograms ]]; then
   bench_histograms
   echo

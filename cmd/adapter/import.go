@@ -24,7 +24,6 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/prom-hbase/prom-hbase/importer"
-	"github.com/prom-hbase/prom-hbase/importer/promblocks"
 	"github.com/prom-hbase/prom-hbase/seriesrules"
 	"github.com/prom-hbase/prom-hbase/store"
 	"github.com/prom-hbase/prom-hbase/table"
@@ -55,15 +54,17 @@ type importFlags struct {
 
 	sel        [][]*labels.Matcher // the parsed --match
 	mint, maxt int64               // the parsed --min-time, --max-time (0: open)
+
+	otsdb openTSDBFlags // import opentsdb's own (import_opentsdb.go)
 }
 
 func parseImportFlags(args []string) (*importFlags, error) {
-	app := kingpin.New("adapter import", "Import history into the adapter's tables: Prometheus TSDB blocks (a data directory or a snapshot). A killed import resumes where it stopped when run again with the same flags.")
+	app := kingpin.New("adapter import", "Import history into the adapter's tables: Prometheus TSDB blocks (a data directory or a snapshot), or OpenTSDB 2.x tables. A killed import resumes where it stopped when run again with the same flags.")
 	app.HelpFlag.Short('h')
 	f := &importFlags{}
 	promslogflag.AddFlags(app, &f.log)
 	addStorageFlags(app, &f.storageFlags)
-	app.Flag("match", "Import only the series this PromQL selector matches, e.g. '{job=\"node\"}' (repeatable: a series matching any is imported). Default: every series.").
+	app.Flag("match", "Import only the series this PromQL selector matches, e.g. '{job=\"node\"}' (repeatable: a series matching any is imported; Prometheus blocks only). Default: every series.").
 		StringsVar(&f.matchers)
 	app.Flag("min-time", "Import only samples at or after this time: RFC3339 or Unix milliseconds. Default: the oldest.").
 		StringVar(&f.minTime)
@@ -88,6 +89,7 @@ func parseImportFlags(args []string) (*importFlags, error) {
 		Hidden().Default("0").Int64Var(&f.pauseAfter)
 	prom := app.Command("prometheus", "Prometheus TSDB blocks: a data directory (its blocks; the head is not read), a snapshot (POST /api/v1/admin/tsdb/snapshot to a Prometheus run with --web.enable-admin-api; it writes the head as a block too), or one block.")
 	prom.Arg("dir", "The data directory, snapshot or block.").Required().ExistingDirVar(&f.dir)
+	addOpenTSDBCommand(app, f)
 
 	if _, err := app.Parse(args); err != nil {
 		return nil, err
@@ -147,8 +149,9 @@ func runImport(args []string) int {
 	return 0
 }
 
-// importBlocks imports the Prometheus blocks the flags name. It returns
-// the summary and what the store did with the samples written.
+// importBlocks imports the history the flags name: Prometheus blocks or
+// OpenTSDB tables. It returns the summary and what the store did with the
+// samples written.
 func importBlocks(ctx context.Context, f *importFlags, logger *slog.Logger) (_ *importer.Summary, hist store.HistoryStats, err error) {
 	mint, maxt := f.mint, f.maxt
 	db, err := openDB(ctx, &f.storageFlags, logger)
@@ -162,7 +165,7 @@ func importBlocks(ctx context.Context, f *importFlags, logger *slog.Logger) (_ *
 	if mint, err = clipToRetention(mint, maxt, time.Duration(f.retention), time.Now(), logger); err != nil {
 		return nil, hist, err
 	}
-	src, err := promblocks.New(promblocks.Options{Dir: f.dir, Matchers: f.sel, MinTime: mint, MaxTime: maxt, Logger: logger})
+	src, sel, err := f.openSource(ctx, db, mint, maxt, logger)
 	if err != nil {
 		return nil, hist, err
 	}
@@ -186,7 +189,7 @@ func importBlocks(ctx context.Context, f *importFlags, logger *slog.Logger) (_ *
 		Reader: st,
 		State:  state,
 		// The flags as given: the retention horizon moves on between runs.
-		Selection:    selection("prometheus", f.matchers, f.mint, f.maxt),
+		Selection:    sel,
 		Workers:      f.workers,
 		BatchSamples: f.batchSamples,
 		Limits:       seriesrules.Limits(f.limits),

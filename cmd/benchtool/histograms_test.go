@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-	"os"
 	"strings"
 	"testing"
 
@@ -50,23 +48,7 @@ func TestHistSamplesShape(t *testing.T) {
 // The histogram table takes its figures from the right records, and is
 // left out of a run without histograms.
 func TestReportHistBytes(t *testing.T) {
-	run := func(in string) string {
-		rs, err := parseRecords(strings.NewReader(in))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		stdout := os.Stdout
-		os.Stdout = w
-		reportHistBytes(rs)
-		os.Stdout = stdout
-		w.Close()
-		out, _ := io.ReadAll(r)
-		return string(out)
-	}
+	run := func(in string) string { return reportOutput(t, reportHistBytes, in) }
 	if out := run("step=bytes table=x-prom-data hfile_bytes=5\n"); out != "" {
 		t.Errorf("a run without histograms printed %q", out)
 	}

@@ -20,9 +20,12 @@ import (
 // Prometheus's head cuts them.
 const blockHours = 2
 
-// runImportBench writes the data set as Prometheus TSDB blocks of two hours
-// (old enough that every hour is closed) and runs the adapter's import
-// command on them -runs times, each into fresh tables: the first meets
+// runImportBench runs the adapter's import command -runs times, each into
+// fresh tables, on the data set: with -source prometheus written first as
+// Prometheus TSDB blocks of two hours (old enough that every hour is
+// closed), with -source opentsdb in OpenTSDB's tables of -otsdb-prefix,
+// which `load -target opentsdb=URL` filled (-series x -rounds). The
+// command's summary must count every sample of the data set. The first meets
 // HBase as it is (a fresh JVM when bench.sh started it), the later ones a
 // JVM that has compiled its write path, as a long-running region server
 // has. For each it prints samples/s over the command's whole run (tables
@@ -36,8 +39,10 @@ func runImportBench(args []string) error {
 	var d dataFlags
 	d.register(fs)
 	adapter := fs.String("adapter", "", "the adapter binary (required)")
-	dir := fs.String("dir", "", "directory for the blocks (required)")
-	hours := fs.Int("hours", 8, "hours of data, a multiple of 2")
+	source := fs.String("source", "prometheus", "prometheus (blocks written into -dir) or opentsdb (the tables of -otsdb-prefix)")
+	dir := fs.String("dir", "", "directory for the blocks (required with -source prometheus)")
+	hours := fs.Int("hours", 8, "hours of data, a multiple of 2 (-source prometheus)")
+	otsdbPrefix := fs.String("otsdb-prefix", "", "prefix of OpenTSDB's tables <prefix>tsdb and <prefix>tsdb-uid (required with -source opentsdb)")
 	runs := fs.Int("runs", 2, "imports of the blocks, each into fresh tables")
 	zk := fs.String("zk", os.Getenv("PROMHBASE_TEST_ZK"), "ZooKeeper quorum of the HBase")
 	prefix := fs.String("prefix", "", "table name prefix of the import's tables (required)")
@@ -46,19 +51,41 @@ func runImportBench(args []string) error {
 	var m cpuMeter
 	fs.Var(&m.pids, "pid", "name=PID of a process whose CPU time to report (repeatable)")
 	_ = fs.Parse(args)
-	if *adapter == "" || *dir == "" || *prefix == "" || *hours < blockHours || *hours%blockHours != 0 || *runs < 1 {
-		return errors.New("-adapter, -dir and -prefix are required, -hours a multiple of 2, -runs at least 1")
+	if *adapter == "" || *prefix == "" || *runs < 1 {
+		return errors.New("-adapter and -prefix are required, -runs at least 1")
 	}
-	if d.start == 0 {
-		// Whole blocks, ending at least three hours ago: every hour closed.
-		span := int64(blockHours) * 3600 * 1000
-		d.start = (time.Now().UnixMilli()-int64(*hours+3)*3600*1000)/span*span - span
+	var (
+		srcArgs []string
+		target  = "adapter-import"
+		extra   string
+	)
+	switch *source {
+	case "prometheus":
+		if *dir == "" || *hours < blockHours || *hours%blockHours != 0 {
+			return errors.New("-source prometheus: -dir is required, -hours a multiple of 2")
+		}
+		if d.start == 0 {
+			// Whole blocks, ending at least three hours ago: every hour closed.
+			span := int64(blockHours) * 3600 * 1000
+			d.start = (time.Now().UnixMilli()-int64(*hours+3)*3600*1000)/span*span - span
+		}
+		blockBytes, rounds, err := writeBenchBlocks(d, *dir, *hours)
+		if err != nil {
+			return err
+		}
+		d.rounds = rounds
+		srcArgs = []string{"prometheus", *dir}
+		extra = fmt.Sprintf(" block_bytes=%d block_bytes_per_sample=%.3f", blockBytes, float64(blockBytes)/float64(d.series*rounds))
+	case "opentsdb":
+		if *otsdbPrefix == "" {
+			return errors.New("-source opentsdb: -otsdb-prefix is required")
+		}
+		target = "adapter-import-opentsdb"
+		srcArgs = []string{"opentsdb", "--opentsdb.data-table=" + *otsdbPrefix + "tsdb", "--opentsdb.uid-table=" + *otsdbPrefix + "tsdb-uid"}
+	default:
+		return fmt.Errorf("-source %s: neither prometheus nor opentsdb", *source)
 	}
-	blockBytes, rounds, err := writeBenchBlocks(d, *dir, *hours)
-	if err != nil {
-		return err
-	}
-	samples := float64(d.series * rounds)
+	samples := float64(d.series * d.rounds)
 	for run := 1; run <= *runs; run++ {
 		tables := *prefix
 		if run > 1 {
@@ -72,13 +99,13 @@ func runImportBench(args []string) error {
 		if *batch > 0 {
 			cmdArgs = append(cmdArgs, "--batch-samples="+strconv.Itoa(*batch))
 		}
-		r, err := timeImport(exec.Command(*adapter, append(cmdArgs, "prometheus", *dir)...), &m)
+		r, err := timeImport(exec.Command(*adapter, append(cmdArgs, srcArgs...)...), &m, int64(samples))
 		if err != nil {
 			return err
 		}
-		fmt.Printf("target=adapter-import run=%d series=%d rounds=%d step_ms=%d samples=%.0f seconds=%.2f samples_per_s=%.0f import_seconds=%.2f import_samples_per_s=%.0f block_bytes=%d block_bytes_per_sample=%.3f%s\n",
-			run, d.series, rounds, d.step, samples, r.secs, samples/r.secs, r.loopSecs, samples/r.loopSecs,
-			blockBytes, float64(blockBytes)/samples, formatCPU(r.cpu, samples/1e6, "msample"))
+		fmt.Printf("target=%s run=%d series=%d rounds=%d step_ms=%d samples=%.0f seconds=%.2f samples_per_s=%.0f import_seconds=%.2f import_samples_per_s=%.0f%s%s\n",
+			target, run, d.series, d.rounds, d.step, samples, r.secs, samples/r.secs, r.loopSecs, samples/r.loopSecs,
+			extra, formatCPU(r.cpu, samples/1e6, "msample"))
 	}
 	return nil
 }
@@ -90,11 +117,13 @@ type importRun struct {
 	cpu            map[string]float64
 }
 
-// summaryTime finds the import loop's seconds in the command's summary:
-// "imported ... in 12.3s: ... samples/s".
-var summaryTime = regexp.MustCompile(`(?m)^imported .* in ([0-9.]+)s: [0-9]+ samples/s$`)
+// summaryTime finds the samples and the import loop's seconds in the
+// command's summary: "imported ... 0 failed): ... series, N samples ... in
+// 12.3s: ... samples/s".
+var summaryTime = regexp.MustCompile(`(?m)^imported .* 0 failed\): \d+ series, (\d+) samples .* in ([0-9.]+)s: [0-9]+ samples/s$`)
 
-func timeImport(cmd *exec.Cmd, m *cpuMeter) (importRun, error) {
+// timeImport runs cmd, an import that must import want samples.
+func timeImport(cmd *exec.Cmd, m *cpuMeter, want int64) (importRun, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stderr, &out), os.Stderr
 	if err := m.start(); err != nil {
@@ -114,8 +143,11 @@ func timeImport(cmd *exec.Cmd, m *cpuMeter) (importRun, error) {
 	if match == nil {
 		return r, errors.New("adapter import printed no summary line")
 	}
-	if r.loopSecs, err = strconv.ParseFloat(string(match[1]), 64); err != nil || r.loopSecs <= 0 {
-		return r, fmt.Errorf("adapter import's summary: seconds %q", match[1])
+	if string(match[1]) != strconv.FormatInt(want, 10) {
+		return r, fmt.Errorf("adapter import's summary counts %s samples, not the data set's %d", match[1], want)
+	}
+	if r.loopSecs, err = strconv.ParseFloat(string(match[2]), 64); err != nil || r.loopSecs <= 0 {
+		return r, fmt.Errorf("adapter import's summary: seconds %q", match[2])
 	}
 	return r, nil
 }

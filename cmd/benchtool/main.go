@@ -22,7 +22,8 @@
 //	histload      write the histogram data set (native histograms)
 //	histblock     write the same histograms into a Prometheus TSDB block
 //	histread      read the histogram data set back and check every histogram
-//	import        write the data set as TSDB blocks and time the adapter's import of them
+//	import        time the adapter's import of the data set: written as TSDB
+//	              blocks, or loaded into OpenTSDB's tables
 //	report        the Markdown tables of one run, with ratios
 package main
 
@@ -51,7 +52,7 @@ var subcommands = map[string]subcommand{
 	"histload":     {"write the native-histogram data set into a target", runHistLoad},
 	"histblock":    {"write the histogram data set into a Prometheus TSDB block and print its bytes", runHistBlock},
 	"histread":     {"read the histogram data set back and check every histogram", runHistRead},
-	"import":       {"write the data set as TSDB blocks and time `adapter import` of them", runImportBench},
+	"import":       {"time `adapter import` of the data set, as TSDB blocks or in OpenTSDB's tables", runImportBench},
 	"report":       {"turn a run's figures into the Markdown tables of BENCHMARKS.md", runReport},
 }
 

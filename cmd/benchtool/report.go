@@ -71,10 +71,10 @@ func parseRecords(in io.Reader) (records, error) {
 func runReport(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ExitOnError)
 	samples := fs.Float64("samples", 0, "samples of the disk-usage data set")
-	only := fs.String("only", "", "print only this table: histograms or import")
+	only := fs.String("only", "", "print only this table: histograms, import or import-opentsdb")
 	_ = fs.Parse(args)
 	if fs.NArg() != 1 || (*samples == 0 && *only == "") {
-		return errors.New("usage: benchtool report [-samples N | -only histograms|import] RESULTS_FILE")
+		return errors.New("usage: benchtool report [-samples N | -only histograms|import|import-opentsdb] RESULTS_FILE")
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
@@ -88,6 +88,9 @@ func runReport(args []string) error {
 	switch *only {
 	case "import":
 		reportImport(rs)
+		return nil
+	case "import-opentsdb":
+		reportImportOpenTSDB(rs)
 		return nil
 	case "":
 		reportCold(rs)

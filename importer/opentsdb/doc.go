@@ -10,7 +10,11 @@
 // # What is read
 //
 // The UID table's family "name" maps UIDs to names (qualifiers metrics,
-// tagk, tagv; names are ISO-8859-1 bytes, as OpenTSDB writes them). A data
+// tagk, tagv; names are ISO-8859-1 bytes, as OpenTSDB writes them). A name
+// may have two UIDs there: two TSDs assigning one new name at once each
+// write a UID's reverse mapping, and only one wins the forward mapping
+// (family "id"), the UID the data rows use. The loser's UID leaks; for a
+// metric with several UIDs the source reads the forward mapping. A data
 // row key is [salt][metric UID][base time, u32 seconds][tagk UID, tagv UID]...
 // with the widths of Options (OpenTSDB's tsd.storage.uid.width.* and
 // tsd.storage.salt.width); the rows of a metric are read in every salt
@@ -76,8 +80,11 @@
 //
 // A unit is one metric over one span of hours (Options.SpanHours, a UTC day
 // by default, aligned on the epoch), clipped to Options.MinTime and MaxTime;
-// its ID, "opentsdb:<metric>:<min ms>-<max ms>", is the same on every run
-// with the same options, so that the importer's resume state applies. Units
+// its ID, "opentsdb:<metric>:<min ms>-<max ms>", names the metric and the
+// whole span, not the clipped bounds: it is the same on every run, so that
+// the importer's resume state applies (the importer keys that state by the
+// options as given too, and a retention that moves MinTime on between runs
+// only shrinks what a span done already covered). Units
 // lists only the spans between each metric's first and last row (found by
 // a few one-row probes, per salt bucket). A unit scans the rows of its hours
 // in each salt bucket with bounded calls, decodes a bounded batch of rows at

@@ -63,8 +63,9 @@ func sanitize(name string, colon bool) string {
 	return sb.String()
 }
 
-// collisions lists the names that map to one Prometheus name, as
-// "a.b and a_b -> a_b", sorted; nil when the mapping is one to one.
+// collisions lists the distinct names that map to one Prometheus name, as
+// "a.b and a_b -> a_b", sorted; nil when the mapping is one to one. A name
+// given twice (a tag key with a leaked second UID) is one name.
 func collisions(names []string, mapName func(string) string) []string {
 	by := make(map[string][]string, len(names))
 	for _, n := range names {
@@ -73,8 +74,8 @@ func collisions(names []string, mapName func(string) string) []string {
 	}
 	var out []string
 	for m, ns := range by {
-		if len(ns) > 1 {
-			slices.Sort(ns)
+		slices.Sort(ns)
+		if ns = slices.Compact(ns); len(ns) > 1 {
 			out = append(out, fmt.Sprintf("%s -> %s", strings.Join(ns, " and "), m))
 		}
 	}

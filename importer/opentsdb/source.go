@@ -91,8 +91,8 @@ func (s *Source) Close() error {
 
 const idPrefix = "opentsdb:"
 
-// unitID names a unit: its metric and bounds, nothing that changes between
-// runs with the same options.
+// unitID names a unit: its metric and span, nothing that changes between
+// runs.
 func unitID(metric string, mint, maxt int64) string {
 	return idPrefix + metric + ":" + strconv.FormatInt(mint, 10) + "-" + strconv.FormatInt(maxt, 10)
 }

@@ -219,6 +219,18 @@ func TestSourceSelection(t *testing.T) {
 	if len(units) != 2 {
 		t.Errorf("%d units, want 2 (the range spans a day boundary): %v", len(units), units)
 	}
+	// IDs name whole spans: a later start (a retention moving on) keeps
+	// the first unit's ID, and the importer's state with it.
+	day := int64(24 * hour * 1000)
+	first := units[0].MinTime - units[0].MinTime%day
+	if want := fmt.Sprintf("opentsdb:m.a:%d-%d", first, first+day-1); units[0].ID != want {
+		t.Errorf("first unit's ID %s, want %s", units[0].ID, want)
+	}
+	later := o
+	later.MinTime += 3600_000
+	if _, again := sourceUnits(t, f, later); len(again) != 2 || again[0].ID != units[0].ID || again[0].MinTime != later.MinTime {
+		t.Errorf("units with a later start: %v, want the same IDs", again)
+	}
 
 	if _, err := newSource(context.Background(), f.m, Options{Metrics: []string{"nope"}}); err == nil {
 		t.Error("an unknown metric was accepted")
@@ -337,5 +349,36 @@ func TestSourceConcurrentUnits(t *testing.T) {
 	}
 	if n := s.Stats().Samples; n != 2*4*30*5*3 {
 		t.Errorf("%d samples counted, want %d", n, 2*4*30*5*3)
+	}
+}
+
+// Two TSDs assigning a UID to one new name at once leave the loser's
+// reverse mapping behind: the name has two UIDs, and only the forward
+// mapping's is in the data rows.
+func TestSourceLeakedUIDs(t *testing.T) {
+	f := newFakeTSDB(t, Options{})
+	base := int64(1700002800)
+	f.putInts(f.rowKey(0, "m.a", base, "host", "a"), []int{0, 10}, func(i int) int64 { return int64(i) })
+	leak := func(kind, name string, uid byte) {
+		f.m.put(f.o.UIDTable, []byte{0, 0, uid}, familyName, []byte(kind), []byte(name), 1)
+	}
+	leak(qualMetrics, "m.a", 9) // scanned after the real one
+	leak(qualTagK, "host", 9)
+	s, units := sourceUnits(t, f, Options{})
+	if len(units) != 1 {
+		t.Fatalf("units %v", units)
+	}
+	got := readUnit(t, s, units[0])
+	if len(got) != 1 || got[0].labels != `{__name__="m_a", host="a"}` || len(got[0].samples) != 2 {
+		t.Errorf("series %v", got)
+	}
+
+	// Without a forward mapping the choice cannot be made.
+	f.m.put(f.o.UIDTable, []byte("m.b"), []byte("id"), []byte(qualMetrics), nil, 1)
+	leak(qualMetrics, "m.b", 10)
+	leak(qualMetrics, "m.b", 11)
+	_, err := newSource(context.Background(), f.m, Options{})
+	if err == nil || !strings.Contains(err.Error(), `metric "m.b" has several UIDs`) {
+		t.Errorf("two UIDs and no forward mapping: %v", err)
 	}
 }

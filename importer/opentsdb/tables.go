@@ -37,6 +37,7 @@ func (t clientTables) getBatch(ctx context.Context, table string, gets []*hrpc.G
 var (
 	familyData  = []byte("t")
 	familyName  = []byte("name")
+	familyID    = []byte("id")
 	qualMetrics = "metrics"
 	qualTagK    = "tagk"
 	qualTagV    = "tagv"

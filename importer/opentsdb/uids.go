@@ -15,10 +15,10 @@ import (
 // of tag values (there may be millions), filled by the first scan and then
 // by batched gets.
 type dictionary struct {
-	metricUID  map[string][]byte // OpenTSDB metric name -> UID
-	metricName map[string]string // UID -> OpenTSDB metric name
-	tagk       map[string]string // UID -> Prometheus label name
-	tagkName   map[string]string // UID -> OpenTSDB tag key, for messages
+	metricUID  map[string][]byte   // OpenTSDB metric name -> UID
+	metricUIDs map[string][][]byte // while loading: every UID naming a metric
+	tagk       map[string]string   // UID -> Prometheus label name
+	tagkName   map[string]string   // UID -> OpenTSDB tag key, for messages
 
 	mu      sync.Mutex
 	tagv    map[string]string // UID -> tag value
@@ -29,7 +29,7 @@ type dictionary struct {
 // metric and tag key and the first cap tag values.
 func loadDictionary(ctx context.Context, tb tables, o Options) (*dictionary, error) {
 	d := &dictionary{
-		metricUID: map[string][]byte{}, metricName: map[string]string{},
+		metricUID: map[string][]byte{}, metricUIDs: map[string][][]byte{},
 		tagk: map[string]string{}, tagkName: map[string]string{},
 		tagv: map[string]string{}, tagvCap: o.TagValueCache,
 	}
@@ -45,6 +45,9 @@ func loadDictionary(ctx context.Context, tb tables, o Options) (*dictionary, err
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("opentsdb: reading UID table %s: %w", o.UIDTable, err)
+	}
+	if err := d.resolveMetrics(ctx, tb, o.UIDTable, o.MetricWidth); err != nil {
+		return nil, err
 	}
 	if names := collisions(keys(d.tagkName), LabelName); len(names) > 0 {
 		return nil, fmt.Errorf("opentsdb: tag keys of %s map to one label name, which would merge different series: %s",
@@ -65,8 +68,7 @@ func (d *dictionary) add(uid []byte, kind string, name []byte, o Options) error 
 	s := latin1(name)
 	switch kind {
 	case qualMetrics:
-		d.metricUID[s] = uid
-		d.metricName[string(uid)] = s
+		d.metricUIDs[s] = append(d.metricUIDs[s], uid)
 	case qualTagK:
 		d.tagk[string(uid)] = LabelName(s)
 		d.tagkName[string(uid)] = s
@@ -76,6 +78,56 @@ func (d *dictionary) add(uid []byte, kind string, name []byte, o Options) error 
 		}
 	}
 	return nil
+}
+
+// resolveMetrics picks each metric's UID. A name may have several: when
+// two TSDs (or threads) assign a UID to one new name at once, each writes
+// its reverse mapping (UID -> name), and only one wins the forward mapping
+// (name -> UID), which is the UID every data row then uses; the loser's
+// reverse mapping stays behind, "leaked". The forward mappings of such
+// names decide.
+func (d *dictionary) resolveMetrics(ctx context.Context, tb tables, table string, width int) error {
+	var (
+		gets  []*hrpc.Get
+		names []string
+	)
+	for name, uids := range d.metricUIDs {
+		if len(uids) == 1 {
+			d.metricUID[name] = uids[0]
+			continue
+		}
+		gets = append(gets, &hrpc.Get{Row: toLatin1(name), Families: [][]byte{familyID}})
+		names = append(names, name)
+	}
+	d.metricUIDs = nil
+	if len(gets) == 0 {
+		return nil
+	}
+	rows, err := tb.getBatch(ctx, table, gets)
+	if err != nil {
+		return fmt.Errorf("opentsdb: forward mappings of metrics with several UIDs in %s: %w", table, err)
+	}
+	for i, cells := range rows {
+		for _, c := range cells {
+			if string(c.Family) == string(familyID) && string(c.Qualifier) == qualMetrics && len(c.Value) == width {
+				d.metricUID[names[i]] = c.Value
+			}
+		}
+		if d.metricUID[names[i]] == nil {
+			return fmt.Errorf("opentsdb: metric %q has several UIDs in %s and no forward mapping choosing one (OpenTSDB's `tsdb uid fsck` repairs that)",
+				names[i], table)
+		}
+	}
+	return nil
+}
+
+// toLatin1 encodes a name decoded by latin1 back into its bytes.
+func toLatin1(s string) []byte {
+	b := make([]byte, 0, len(s))
+	for _, r := range s {
+		b = append(b, byte(r))
+	}
+	return b
 }
 
 func keys(m map[string]string) []string {

@@ -56,7 +56,11 @@ func (s *Source) Units(ctx context.Context) ([]importer.Unit, error) {
 			if lo > hi {
 				continue
 			}
-			units = append(units, importer.Unit{ID: unitID(s.metrics[i], lo, hi), MinTime: lo, MaxTime: hi})
+			// The ID names the span, not its clipped bounds: a rerun whose
+			// start a retention moved on finds the first span done too
+			// (the importer keys the state by the options as given).
+			id := unitID(s.metrics[i], start*1000, (start+span)*1000-1)
+			units = append(units, importer.Unit{ID: id, MinTime: lo, MaxTime: hi})
 		}
 	}
 	slices.SortFunc(units, func(a, b importer.Unit) int {
