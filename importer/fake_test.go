@@ -35,6 +35,10 @@ type fakeSource struct {
 	negative bool
 	// shared leaves the unit label out: the units hold the same series.
 	shared bool
+	// interleave yields the series' pieces in turn, one piece of each
+	// series, then the next of each, as an OpenTSDB unit yields its rows
+	// hour by hour.
+	interleave bool
 
 	mu     sync.Mutex
 	opened map[string]int
@@ -70,6 +74,9 @@ func (f *fakeSource) Open(_ context.Context, u Unit) (SeriesIterator, error) {
 	idx, err := strconv.Atoi(u.ID[1:])
 	if err != nil {
 		return nil, err
+	}
+	if f.interleave {
+		return newInterleavedIter(f, u, idx), nil
 	}
 	return &fakeIter{f: f, u: u, unit: idx, s: -1}, nil
 }
@@ -128,6 +135,39 @@ func (it *fakeIter) Next() bool {
 	it.cur.Samples, it.cur.Histograms = it.cur.Samples[nf:], it.cur.Histograms[nh:]
 	return true
 }
+
+// interleavedIter yields a piece of each series in turn.
+type interleavedIter struct {
+	iters []*fakeIter
+	i     int
+	out   store.SeriesIn
+}
+
+func newInterleavedIter(f *fakeSource, u Unit, unit int) *interleavedIter {
+	it := &interleavedIter{}
+	for s := range f.series {
+		fi := &fakeIter{f: f, u: u, unit: unit, s: s, cur: f.want(u, unit, s)}
+		fi.f = &fakeSource{series: s + 1, piece: f.piece} // Next stops after series s
+		it.iters = append(it.iters, fi)
+	}
+	return it
+}
+
+func (it *interleavedIter) Next() bool {
+	for range len(it.iters) {
+		fi := it.iters[it.i%len(it.iters)]
+		it.i++
+		if fi.Next() {
+			it.out = fi.out
+			return true
+		}
+	}
+	return false
+}
+
+func (it *interleavedIter) At() store.SeriesIn { return it.out }
+func (it *interleavedIter) Err() error         { return nil }
+func (it *interleavedIter) Close() error       { return nil }
 
 func (it *fakeIter) At() store.SeriesIn { return it.out }
 func (it *fakeIter) Err() error         { return nil }

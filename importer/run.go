@@ -265,11 +265,16 @@ func (r *run) importUnit(ctx context.Context, u *unitRun) (c counts, err error) 
 	return c, u.err
 }
 
-// readUnit feeds every piece of the unit to the batcher.
+// readUnit feeds every piece of the unit to the batcher. A series counts
+// once however many pieces it comes in: a source may come back to it (an
+// OpenTSDB unit yields a series once per hour), so the hashes of the
+// unit's series are kept, about 40 bytes a series.
 func (r *run) readUnit(it SeriesIterator, bt *batcher) (counts, error) {
 	var (
 		c    counts
 		prev []labels.Label
+		seen = map[uint64]struct{}{}
+		mh   maphash.Hash // its seed stays for the unit
 	)
 	for it.Next() {
 		in, ok := check(it.At(), r.cfg.Limits, &r.drops)
@@ -277,9 +282,12 @@ func (r *run) readUnit(it SeriesIterator, bt *batcher) (counts, error) {
 			continue
 		}
 		if !slices.Equal(in.Labels, prev) {
-			c.series++
-			r.prog.series.Add(1)
 			prev = append(prev[:0], in.Labels...)
+			if h := labelsHash(&mh, in.Labels); !has(seen, h) {
+				seen[h] = struct{}{}
+				c.series++
+				r.prog.series.Add(1)
+			}
 		}
 		c.samples += int64(len(in.Samples))
 		c.hists += int64(len(in.Histograms))
@@ -300,4 +308,9 @@ func (r *run) getBatch(ctx context.Context) (*batch, error) {
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
+}
+
+func has(m map[uint64]struct{}, k uint64) bool {
+	_, ok := m[k]
+	return ok
 }

@@ -109,6 +109,24 @@ func TestRunImportsAndVerifies(t *testing.T) {
 	})
 }
 
+// TestRunCountsSeriesOnce: a source that comes back to a series (an
+// OpenTSDB unit yields one piece per series and hour) has each series
+// counted once.
+func TestRunCountsSeriesOnce(t *testing.T) {
+	tg := pebbleTarget(t)
+	f := newFakeSource(2, 5, 15*time.Second)
+	f.piece = 240 // an hour a piece: each series comes twice per unit
+	f.interleave = true
+	sum, err := Run(context.Background(), runCfg(f, tg, tg.st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Series != 10 || sum.Samples != 2*4*480 || sum.Histograms != 2*480 {
+		t.Errorf("series %d samples %d histograms %d, want 10, %d, %d", sum.Series, sum.Samples, sum.Histograms, 2*4*480, 2*480)
+	}
+	checkStore(t, tg.st, f)
+}
+
 // failAfter passes the first n writes to w, then fails every write.
 type failAfter struct {
 	w     Writer

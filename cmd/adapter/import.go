@@ -142,6 +142,10 @@ func runImport(args []string) int {
 	case errors.Is(err, importer.ErrVerify):
 		logger.Error("import verified: some units differ from their source (see above)", "err", err)
 		return exitVerifyFailed
+	case err != nil && sum == nil:
+		// Tables, source or flags: nothing was imported, nothing resumes.
+		logger.Error("import could not start", "err", err)
+		return exitImportFailed
 	case err != nil:
 		logger.Error("import stopped; run it again with the same flags to resume", "err", err)
 		return exitImportFailed
