@@ -94,14 +94,38 @@ func (c *Client) enqueue(p *part) {
 		q.servers[p.addr] = wq
 	}
 	wq.waiting = append(wq.waiting, p)
-	if wq.inFlight >= c.cfg.WriteMultis {
-		q.mu.Unlock()
-		return
+	parts := wq.next(c.cfg.WriteMultis)
+	q.mu.Unlock()
+	if parts != nil {
+		go c.sender(p.addr, parts)
+	}
+}
+
+// maxFullMultis bounds the Multis in flight to one server beyond
+// Config.WriteMultis: a queue that already holds a full Multi's worth
+// gains nothing by waiting, so big writes (an import) keep the
+// parallelism they had with Multis of their own.
+const maxFullMultis = 8
+
+// next takes the parts of a Multi that may go now, with a sender of its
+// own, or returns nil.
+func (wq *writeQueue) next(writeMultis int) []*part {
+	if len(wq.waiting) == 0 || wq.inFlight >= max(writeMultis, maxFullMultis) ||
+		(wq.inFlight >= writeMultis && !wq.full()) {
+		return nil
 	}
 	wq.inFlight++
-	parts := wq.take()
-	q.mu.Unlock()
-	go c.sender(p.addr, parts)
+	return wq.take()
+}
+
+// full says whether the parts waiting fill a Multi.
+func (wq *writeQueue) full() bool {
+	n, size := 0, 0
+	for _, p := range wq.waiting {
+		n += p.n
+		size += p.size
+	}
+	return n >= maxMultiActions || size >= maxMultiBytes
 }
 
 // withdraw takes p out of its server's queue if it is still there, and
@@ -139,7 +163,8 @@ func (wq *writeQueue) take() []*part {
 }
 
 // sender sends Multis to addr, first of parts, then of whatever queued for
-// addr meanwhile, until its queue is empty. When the server is found down,
+// addr meanwhile, until its queue is empty (starting another sender when a
+// full Multi's worth is left waiting). When the server is found down,
 // the parts still queued for it go back to their calls at once, to be
 // retried where their regions are now.
 func (c *Client) sender(addr string, parts []*part) {
@@ -161,6 +186,7 @@ func (c *Client) sender(addr string, parts []*part) {
 		if err != nil && classify(err) == hrpc.ServerDown {
 			down, wq.waiting = wq.waiting, nil
 		}
+		var more []*part
 		if len(wq.waiting) == 0 {
 			wq.inFlight--
 			if wq.inFlight == 0 {
@@ -169,8 +195,12 @@ func (c *Client) sender(addr string, parts []*part) {
 			parts = nil
 		} else {
 			parts = wq.take()
+			more = wq.next(c.cfg.WriteMultis)
 		}
 		q.mu.Unlock()
+		if more != nil {
+			go c.sender(addr, more)
+		}
 		for _, p := range down {
 			close(p.built)
 			p.done <- partResult{retry: p.all(), err: err}

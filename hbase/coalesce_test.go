@@ -346,3 +346,32 @@ func TestNewChunkMergesRegions(t *testing.T) {
 		t.Errorf("actions (part, position, region action) %v, want %v", refs, wantRefs)
 	}
 }
+
+// TestFullMultisGoInParallel: a call bigger than a Multi does not wait for
+// its own Multis one after the other: when a full Multi's worth waits, it
+// goes beside the one in flight, as it did with Multis of its own; the
+// rest, less than a Multi, waits to share the next.
+func TestFullMultisGoInParallel(t *testing.T) {
+	f := newHeldCluster(t, 2)
+	ctx := testCtx(t)
+	big := rowsOf(0, 2*maxMultiActions+10) // two full parts and a small one
+	done := startBatch(ctx, f.c, big)
+	for k := range 2 {
+		select {
+		case req := <-f.a.multis.arrived: // held
+			if n := len(regionActionRows(req)[0]); n != maxMultiActions {
+				t.Errorf("Multi %d carries %d actions, want %d", k, n, maxMultiActions)
+			}
+		case <-ctx.Done():
+			t.Fatalf("only %d of the call's full Multis were sent while the first was held", k)
+		}
+	}
+	waitQueued(t, f.c, f.a.addr(), 1)
+	for range 2 {
+		f.a.multis.release <- struct{}{}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	wantSent(t, f, big, 1, 1)
+}
