@@ -67,13 +67,10 @@ type Config struct {
 	StallTimeout time.Duration
 	// DisableWriteCoalescing makes every MutateBatch call send Multis of
 	// its own. By default concurrent calls share them: a call's mutations
-	// for a region server wait while WriteMultis Multis of mutations are
-	// in flight to it, and the next Multi carries the mutations of every
-	// call that waited (see MutateBatch).
+	// for a region server wait while a Multi of mutations is in flight to
+	// it, and the next Multi carries the mutations of every call that
+	// waited (see MutateBatch).
 	DisableWriteCoalescing bool
-	// WriteMultis bounds the Multis of coalesced mutations in flight to one
-	// region server (0: 1).
-	WriteMultis int
 }
 
 // Client talks to one HBase cluster. It is safe for concurrent use.
@@ -127,9 +124,6 @@ func New(cfg Config) *Client {
 	}
 	if cfg.StallTimeout == 0 {
 		cfg.StallTimeout = min(cfg.RPCTimeout, 10*time.Second)
-	}
-	if cfg.WriteMultis <= 0 {
-		cfg.WriteMultis = 1
 	}
 	return &Client{
 		cfg:        cfg,

@@ -13,13 +13,12 @@ import (
 // locks, a WAL append and sync, the memstore), so small batches from many
 // concurrent callers (one remote-write request each, its series spread
 // over every salt bucket's region) cost it far more as Multis of their own
-// than merged. So MutateBatch's parts for a server queue while
-// Config.WriteMultis Multis of mutations are in flight to it; the sender
-// of one that finishes takes everything queued for that server (within a
-// Multi's bounds) into the next. There is no timer: when a server is
-// idle a part goes at once, and the batching comes only from the calls
-// that arrive while a Multi is on its way, as with a group commit of a
-// database log.
+// than merged. So MutateBatch's parts for a server queue while a Multi of
+// mutations is in flight to it; the sender of that Multi, once it is
+// answered, takes everything queued for the server (within a Multi's
+// bounds) into the next. There is no timer: when a server is idle a part
+// goes at once, and the batching comes only from the calls that arrive
+// while a Multi is on its way, as with a group commit of a database log.
 //
 // Each part keeps its own call's retries: the sender hands every part what
 // became of its actions (done, to retry, failed for good), and the calls
@@ -94,24 +93,23 @@ func (c *Client) enqueue(p *part) {
 		q.servers[p.addr] = wq
 	}
 	wq.waiting = append(wq.waiting, p)
-	parts := wq.next(c.cfg.WriteMultis)
+	parts := wq.next()
 	q.mu.Unlock()
 	if parts != nil {
 		go c.sender(p.addr, parts)
 	}
 }
 
-// maxFullMultis bounds the Multis in flight to one server beyond
-// Config.WriteMultis: a queue that already holds a full Multi's worth
-// gains nothing by waiting, so big writes (an import) keep the
-// parallelism they had with Multis of their own.
+// maxFullMultis bounds the Multis of writes in flight to one server:
+// beyond the first, a Multi goes only when a full Multi's worth waits,
+// since such a queue gains nothing by waiting, and big writes (an import)
+// keep the parallelism they had with Multis of their own.
 const maxFullMultis = 8
 
 // next takes the parts of a Multi that may go now, with a sender of its
 // own, or returns nil.
-func (wq *writeQueue) next(writeMultis int) []*part {
-	if len(wq.waiting) == 0 || wq.inFlight >= max(writeMultis, maxFullMultis) ||
-		(wq.inFlight >= writeMultis && !wq.full()) {
+func (wq *writeQueue) next() []*part {
+	if len(wq.waiting) == 0 || wq.inFlight >= maxFullMultis || (wq.inFlight > 0 && !wq.full()) {
 		return nil
 	}
 	wq.inFlight++
@@ -177,13 +175,17 @@ func (c *Client) sender(addr string, parts []*part) {
 		ctx, release := sharedContext(parts)
 		res, err := c.sendChunk(ctx, ch)
 		release()
+		var lost error
+		if err != nil && classify(err) == hrpc.ServerDown {
+			lost = err
+		}
 		for k, p := range parts {
 			p.done <- res[k]
 		}
 		var down []*part
 		q.mu.Lock()
 		wq := q.servers[addr]
-		if err != nil && classify(err) == hrpc.ServerDown {
+		if lost != nil {
 			down, wq.waiting = wq.waiting, nil
 		}
 		var more []*part
@@ -195,7 +197,7 @@ func (c *Client) sender(addr string, parts []*part) {
 			parts = nil
 		} else {
 			parts = wq.take()
-			more = wq.next(c.cfg.WriteMultis)
+			more = wq.next()
 		}
 		q.mu.Unlock()
 		if more != nil {
@@ -203,7 +205,7 @@ func (c *Client) sender(addr string, parts []*part) {
 		}
 		for _, p := range down {
 			close(p.built)
-			p.done <- partResult{retry: p.all(), err: err}
+			p.done <- partResult{retry: p.all(), err: lost}
 		}
 		if parts == nil {
 			return
