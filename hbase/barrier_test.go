@@ -26,17 +26,27 @@ func condBatchOps(t *testing.T, rows []string, written []bool) *batchOps {
 		}
 	}
 	return &batchOps{
-		n:   len(rows),
-		row: func(i int) []byte { return puts[i].Put.Row },
-		add: func(b *hrpc.Multi, region []byte, i int) int {
+		n:    len(rows),
+		row:  func(i int) []byte { return puts[i].Put.Row },
+		size: func(int) int { return 1 },
+		add: func(b *hrpc.Multi, region []byte, index uint32, i int) {
 			put := *puts[i].Put
 			put.Durability = pb.MutationProto_ASYNC_WAL
-			b.AddCondMutation(region, uint32(i), &put, conds[i])
-			return 1
+			b.AddCondMutation(region, index, &put, conds[i])
 		},
 		barrier:     func(b *hrpc.Multi, region []byte, i int) { addBarrier(b, region, puts[i].Family, puts[i].Put.Row) },
 		onProcessed: func(i int, processed bool) { written[i] = processed },
 	}
+}
+
+// planChunks is the Multis a batch of the grouped actions sends, one per
+// part, when it shares none.
+func planChunks(byRegion map[*RegionInfo][]int, ops *batchOps) []*multiChunk {
+	var out []*multiChunk
+	for _, p := range plan(byRegion, ops) {
+		out = append(out, newChunk([]*part{p}))
+	}
+	return out
 }
 
 // TestChunksEndEachRunWithABarrier checks the shape of a conditional
@@ -51,7 +61,7 @@ func TestChunksEndEachRunWithABarrier(t *testing.T) {
 	r3 := &RegionInfo{Table: "t", Name: []byte("t,t,1.c"), Start: []byte("t"), Addr: "rs2:16020"}
 	rows := []string{"a", "b", "c", "n", "o", "u"}
 	ops := condBatchOps(t, rows, make([]bool, len(rows)))
-	chunks := c.chunks(map[*RegionInfo][]int{r1: {0, 1, 2}, r2: {3, 4}, r3: {5}}, ops)
+	chunks := planChunks(map[*RegionInfo][]int{r1: {0, 1, 2}, r2: {3, 4}, r3: {5}}, ops)
 	if len(chunks) != 2 {
 		t.Fatalf("%d chunks, want one per server", len(chunks))
 	}
@@ -97,15 +107,15 @@ func TestFailedBarrierRetriesItsRun(t *testing.T) {
 	rows := []string{"a", "b", "n", "o"}
 	written := make([]bool, len(rows))
 	ops := condBatchOps(t, rows, written)
-	chunks := c.chunks(map[*RegionInfo][]int{r1: {0, 1}, r2: {2, 3}}, ops)
+	byRegion := map[*RegionInfo][]int{r1: {0, 1}, r2: {2, 3}}
+	ch := planChunks(byRegion, ops)[0]
 	cond := func(processed bool) *pb.RegionActionResult {
 		return &pb.RegionActionResult{ResultOrException: []*pb.ResultOrException{{Index: proto.Uint32(0)}}, Processed: proto.Bool(processed)}
 	}
 	ok := &pb.RegionActionResult{ResultOrException: []*pb.ResultOrException{{Index: proto.Uint32(barrierIndex), Result: &pb.Result{}}}}
 	failed := &pb.RegionActionResult{Exception: &pb.NameBytesPair{Name: proto.String("java.io.IOException"), Value: []byte("WAL sync failed")}}
 	results := []*pb.RegionActionResult{cond(true), cond(false), failed, cond(true), cond(false), ok}
-	errs := make([]error, len(rows))
-	retry, err := c.chunkResults(chunks[0], results, nil, errs, ops)
+	retry, err := c.chunkResults(ch, results, nil)
 	if err == nil {
 		t.Error("a failed barrier reported no error")
 	}
@@ -116,14 +126,14 @@ func TestFailedBarrierRetriesItsRun(t *testing.T) {
 	if !written[2] || written[3] {
 		t.Errorf("outcomes of the run whose barrier held: %v", written[2:])
 	}
-	for i, err := range errs {
+	for i, err := range ch.errs {
 		if err != nil {
 			t.Errorf("action %d failed for good: %v", i, err)
 		}
 	}
 	// No answer at all to a barrier is a failure too.
 	results = []*pb.RegionActionResult{cond(true), cond(false), ok, cond(true), cond(false)}
-	retry, _ = c.chunkResults(chunks[0], results, nil, make([]error, len(rows)), ops)
+	retry, _ = c.chunkResults(planChunks(byRegion, ops)[0], results, nil)
 	slices.Sort(retry)
 	if !slices.Equal(retry, []int{2, 3}) {
 		t.Errorf("barrier without an answer: retry %v, want [2 3]", retry)

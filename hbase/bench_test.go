@@ -82,6 +82,7 @@ func (m *cpuMeter) report(b *testing.B, cells int) {
 	b.ReportMetric(float64(self)/float64(cells), "client-cpu-ns/cell")
 	if m.hbasePid > 0 {
 		hb := procCPU(m.hbasePid) - m.hb0
+		b.ReportMetric(float64(hb)/float64(cells), "hbase-cpu-ns/cell")
 		if hb+self > 0 {
 			b.ReportMetric(100*float64(self)/float64(self+hb), "client-cpu-%")
 		}

@@ -65,6 +65,12 @@ type Config struct {
 	// the only sign. Halfway, a cheap high-priority call probes the
 	// server, which a live but busy server answers at once.
 	StallTimeout time.Duration
+	// DisableWriteCoalescing makes every MutateBatch call send Multis of
+	// its own. By default concurrent calls share them: a call's mutations
+	// for a region server wait while a Multi of mutations is in flight to
+	// it, and the next Multi carries the mutations of every call that
+	// waited (see MutateBatch).
+	DisableWriteCoalescing bool
 }
 
 // Client talks to one HBase cluster. It is safe for concurrent use.
@@ -79,6 +85,10 @@ type Client struct {
 	relocations [numReasons]atomic.Uint64
 	retries     atomic.Uint64
 	partials    atomic.Uint64
+
+	writes        writeQueues
+	callsPerMulti [NumCallsPerMultiBuckets]atomic.Uint64
+	callsInMultis atomic.Uint64
 
 	mu    sync.Mutex
 	conns map[connKey]*region.Conn
@@ -386,11 +396,22 @@ type Stats struct {
 	RelocationsBy [numReasons]uint64
 	// Partials counts scan results that carried part of a row.
 	Partials uint64
+	// CallsPerMulti counts the Multis of MutateBatch's mutations by how
+	// many calls they carried: bucket b those that carried more than
+	// CallsPerMultiBounds()[b-1] calls and at most CallsPerMultiBounds()[b]
+	// (the last bucket: more than the last bound). Above one when
+	// concurrent calls shared Multis.
+	CallsPerMulti [NumCallsPerMultiBuckets]uint64
+	// CallsInMultis is the sum of the calls those Multis carried.
+	CallsInMultis uint64
 }
 
 // Stats returns the counters since the client was made.
 func (c *Client) Stats() Stats {
-	st := Stats{Retries: c.retries.Load(), Partials: c.partials.Load()}
+	st := Stats{Retries: c.retries.Load(), Partials: c.partials.Load(), CallsInMultis: c.callsInMultis.Load()}
+	for b := range st.CallsPerMulti {
+		st.CallsPerMulti[b] = c.callsPerMulti[b].Load()
+	}
 	for i := range st.RelocationsBy {
 		st.RelocationsBy[i] = c.relocations[i].Load()
 		st.Relocations += st.RelocationsBy[i]

@@ -35,6 +35,37 @@ type fakeServer struct {
 	scans   map[uint64]int // scanner id -> next row index
 	nextID  uint64
 	opens   []*pb.Scan // every scan opened here
+
+	multis fakeMultis
+}
+
+// fakeMultis is how a fake server answers Multi calls: every mutation is
+// applied unless a fault says otherwise.
+type fakeMultis struct {
+	// arrived receives every Multi request as it arrives, when set (and
+	// when it has room).
+	arrived chan *pb.MultiRequest
+	// hold is how many of the next Multis wait for a token on release
+	// before they are answered.
+	hold    atomic.Int32
+	release chan struct{}
+	// busy is how many of the next Multis are answered RegionTooBusy for
+	// every region action, applying nothing.
+	busy atomic.Int32
+	// actionFault, when set, may answer an action with an exception (the
+	// action is then not applied).
+	actionFault func(row []byte) *pb.NameBytesPair
+
+	mu      sync.Mutex
+	seen    map[string]int // row -> mutations of it received
+	applied map[string]int // row -> mutations of it applied
+}
+
+// counts returns how often row was received and applied.
+func (m *fakeMultis) counts(row string) (seen, applied int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.seen[row], m.applied[row]
 }
 
 // fakeMeta is hbase:meta's content: one region of table "t" covering
@@ -98,11 +129,18 @@ func (s *fakeServer) serve(nc net.Conn) {
 			return
 		}
 		mb, _ := protowire.ConsumeBytes(frame[n:])
-		resp, cells, exc := s.handle(h.GetMethodName(), mb)
-		out := appendFakeResponse(&pb.ResponseHeader{CallId: h.CallId, Exception: exc}, resp, cells)
-		wmu.Lock()
-		_, _ = nc.Write(out)
-		wmu.Unlock()
+		answer := func() {
+			resp, cells, exc := s.handle(h.GetMethodName(), mb)
+			out := appendFakeResponse(&pb.ResponseHeader{CallId: h.CallId, Exception: exc}, resp, cells)
+			wmu.Lock()
+			_, _ = nc.Write(out)
+			wmu.Unlock()
+		}
+		if h.GetMethodName() == "Multi" {
+			go answer() // a held Multi must not hold the calls behind it
+			continue
+		}
+		answer()
 	}
 }
 
@@ -144,6 +182,10 @@ func (s *fakeServer) handle(method string, msg []byte) (proto.Message, []byte, *
 		}
 		s.mutates.Add(1)
 		return &pb.MutateResponse{Processed: proto.Bool(true)}, nil, nil
+	case "Multi":
+		var req pb.MultiRequest
+		_ = proto.Unmarshal(msg, &req)
+		return s.multi(&req), nil, nil
 	case "Scan":
 		var req pb.ScanRequest
 		_ = proto.Unmarshal(msg, &req)
@@ -211,4 +253,59 @@ func (s *fakeServer) scan(req *pb.ScanRequest) (proto.Message, []byte, *pb.Excep
 		delete(s.scans, id)
 	}
 	return resp, block, nil
+}
+
+// multi answers a Multi of mutations of the fake region.
+func (s *fakeServer) multi(req *pb.MultiRequest) *pb.MultiResponse {
+	m := &s.multis
+	busy := m.busy.Add(-1) >= 0
+	if m.arrived != nil {
+		select {
+		case m.arrived <- req:
+		default:
+		}
+	}
+	if m.hold.Add(-1) >= 0 {
+		<-m.release
+	}
+	resp := &pb.MultiResponse{}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen == nil {
+		m.seen, m.applied = map[string]int{}, map[string]int{}
+	}
+	for _, ra := range req.GetRegionAction() {
+		res := &pb.RegionActionResult{}
+		resp.RegionActionResult = append(resp.RegionActionResult, res)
+		for _, a := range ra.GetAction() {
+			m.seen[string(a.GetMutation().GetRow())]++
+		}
+		switch {
+		case string(ra.GetRegion().GetValue()) != string(fakeRegion) || s.meta.addr.Load() != s.addr():
+			res.Exception = fakeException(hrpc.NotServingRegion, "not here")
+			continue
+		case busy:
+			res.Exception = fakeException(pkgRegionTooBusy, "busy")
+			continue
+		}
+		for _, a := range ra.GetAction() {
+			roe := &pb.ResultOrException{Index: a.Index}
+			row := a.GetMutation().GetRow()
+			if m.actionFault != nil {
+				roe.Exception = m.actionFault(row)
+			}
+			if roe.Exception == nil {
+				roe.Result = &pb.Result{}
+				m.applied[string(row)]++
+			}
+			res.ResultOrException = append(res.ResultOrException, roe)
+		}
+	}
+	return resp
+}
+
+const pkgRegionTooBusy = "org.apache.hadoop.hbase.RegionTooBusyException"
+
+func fakeException(class, msg string) *pb.NameBytesPair {
+	return &pb.NameBytesPair{Name: proto.String(class), Value: []byte(class + ": " + msg)}
 }

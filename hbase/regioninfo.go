@@ -172,7 +172,9 @@ func (c *regionCache) remove(r *RegionInfo) {
 	defer c.mu.Unlock()
 	rs := c.tables[r.Table]
 	for i, o := range rs {
-		if o == r {
+		// Another copy of r (another call located it before the cache
+		// was refreshed) is the same location.
+		if o == r || (o.Addr == r.Addr && bytes.Equal(o.Name, r.Name)) {
 			c.tables[r.Table] = append(rs[:i:i], rs[i+1:]...)
 			return
 		}

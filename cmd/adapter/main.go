@@ -140,6 +140,7 @@ type storageFlags struct {
 	zkQuorum     string
 	zkRoot       string
 	rpcTimeout   time.Duration
+	coalesce     bool
 	tablePrefix  string
 	retention    model.Duration
 	retentionSet bool
@@ -163,6 +164,8 @@ func addStorageFlags(app *kingpin.Application, c *storageFlags) {
 		Default("/hbase").StringVar(&c.zkRoot)
 	app.Flag("hbase.rpc-timeout", "Timeout of one HBase RPC attempt.").
 		Default("10s").DurationVar(&c.rpcTimeout)
+	app.Flag("hbase.coalesce-writes", "Let concurrent write requests share HBase Multi calls: while one is in flight to a region server, the requests for that server wait and the next carries them all. Each request is still answered only once its own samples are acknowledged.").
+		Default("true").BoolVar(&c.coalesce)
 	app.Flag("hbase.table-prefix", "Prefix of the table names (<prefix>prom-data, <prefix>prom-uid); may carry a namespace, e.g. 'metrics:'.").
 		Default("").StringVar(&c.tablePrefix)
 	app.Flag("storage.retention", "How long samples are kept, counted from each sample's own time (0: forever). Becomes the data table's TTL.").
@@ -227,7 +230,8 @@ func run(args []string) int {
 func openDB(ctx context.Context, cfg *storageFlags, logger *slog.Logger) (table.DB, error) {
 	if cfg.zkQuorum != "" {
 		logger.Info("opening HBase", "zookeeper", cfg.zkQuorum, "root", cfg.zkRoot)
-		db, err := hbasetable.Open(ctx, hbasetable.Config{ZooKeeper: cfg.zkQuorum, ZKRoot: cfg.zkRoot, RPCTimeout: cfg.rpcTimeout})
+		db, err := hbasetable.Open(ctx, hbasetable.Config{ZooKeeper: cfg.zkQuorum, ZKRoot: cfg.zkRoot, RPCTimeout: cfg.rpcTimeout,
+			DisableWriteCoalescing: !cfg.coalesce})
 		if err != nil {
 			return nil, fmt.Errorf("connect to HBase via ZooKeeper %s: %w", cfg.zkQuorum, err)
 		}

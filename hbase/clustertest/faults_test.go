@@ -64,7 +64,11 @@ func stats(st hbase.Stats) string {
 	for _, r := range hbase.Reasons() {
 		s += fmt.Sprintf(" %s=%d", r, st.RelocationsBy[r])
 	}
-	return s
+	multis := uint64(0)
+	for _, n := range st.CallsPerMulti {
+		multis += n
+	}
+	return s + fmt.Sprintf("; %d write Multis carried %d calls", multis, st.CallsInMultis)
 }
 
 // TestFreezeRegionServer: SIGSTOP a region server for a minute, then

@@ -17,6 +17,10 @@ var (
 		[]string{"reason"}, nil)
 	retriesDesc = prometheus.NewDesc("promhbase_hbase_retries_total",
 		"Attempts of HBase calls repeated after a retryable error.", nil, nil)
+	multiCallsDesc = prometheus.NewDesc("promhbase_hbase_write_multi_calls",
+		"Write calls (batched puts and deletes) each Multi RPC of mutations carried: above 1 when concurrent "+
+			"calls for one region server shared a Multi (--hbase.coalesce-writes).",
+		nil, nil)
 )
 
 // Collector reads the client's counters at each scrape.
@@ -31,6 +35,7 @@ func NewCollector(c *hbase.Client) *Collector { return &Collector{c: c} }
 func (x *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- relocationsDesc
 	ch <- retriesDesc
+	ch <- multiCallsDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -40,4 +45,19 @@ func (x *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(relocationsDesc, prometheus.CounterValue, float64(st.RelocationsBy[r]), r.String())
 	}
 	ch <- prometheus.MustNewConstMetric(retriesDesc, prometheus.CounterValue, float64(st.Retries))
+	ch <- multiCalls(st)
+}
+
+// multiCalls is the histogram of calls per Multi, its buckets cumulative.
+func multiCalls(st hbase.Stats) prometheus.Metric {
+	bounds := hbase.CallsPerMultiBounds()
+	buckets := make(map[float64]uint64, len(bounds))
+	var n uint64
+	for b, count := range st.CallsPerMulti {
+		n += count
+		if b < len(bounds) {
+			buckets[float64(bounds[b])] = n
+		}
+	}
+	return prometheus.MustNewConstHistogram(multiCallsDesc, n, float64(st.CallsInMultis), buckets)
 }

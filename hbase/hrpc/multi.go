@@ -8,9 +8,15 @@ import (
 
 // Multi collects the actions for one server: per region, mutations and
 // gets, in one MultiRequest with one cell block in action order.
+//
+// A Multi keeps no reference to the mutations added to it: their cells
+// are copied into the cell block and their rows into the Multi's own
+// buffer, so a caller may reuse a mutation's bytes once it is added, even
+// while the Multi is still on its way. (Gets are kept as given.)
 type Multi struct {
 	req   pb.MultiRequest
 	cells []byte
+	rows  []byte // copies of the mutations' rows
 	last  []byte // region name of the last RegionAction
 
 	// Slabs the per-action messages are cut from: one allocation per
@@ -49,17 +55,30 @@ func (b *Multi) action(index uint32) *pb.Action {
 // mutationProto is Mutation.Proto without allocations of its own.
 func (b *Multi) mutationProto(m *Mutation) *pb.MutationProto {
 	if m.Nonce != 0 || m.Durability != pb.MutationProto_USE_DEFAULT || int(m.Type) >= len(mutationTypes) || len(m.Cells) >= len(cellCounts) {
-		return m.Proto()
+		p := m.Proto()
+		p.Row = b.copyRow(m.Row)
+		return p
 	}
 	if len(b.mutations) == cap(b.mutations) {
 		b.mutations = make([]pb.MutationProto, 0, slabSize)
 	}
 	b.mutations = b.mutations[:len(b.mutations)+1]
 	p := &b.mutations[len(b.mutations)-1]
-	p.Row = m.Row
+	p.Row = b.copyRow(m.Row)
 	p.MutateType = &mutationTypes[m.Type]
 	p.AssociatedCellCount = &cellCounts[len(m.Cells)]
 	return p
+}
+
+// copyRow returns a copy of row in the Multi's row buffer, which grows by
+// slabs: rows copied before keep their place.
+func (b *Multi) copyRow(row []byte) []byte {
+	if cap(b.rows)-len(b.rows) < len(row) {
+		b.rows = make([]byte, 0, max(4096, len(row)))
+	}
+	at := len(b.rows)
+	b.rows = append(b.rows, row...)
+	return b.rows[at:len(b.rows):len(b.rows)]
 }
 
 // region returns the RegionAction for name, reusing the last one when

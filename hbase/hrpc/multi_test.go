@@ -119,3 +119,33 @@ func TestMultiConditional(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiKeepsNoReference: the bytes of a mutation may be reused once it
+// is added (a write that gave up waiting returns while its Multi may still
+// be on its way), whichever way its proto is built.
+func TestMultiKeepsNoReference(t *testing.T) {
+	var b Multi
+	row, q, v := []byte("row-1"), []byte("q"), []byte("value")
+	b.AddMutation([]byte("r1"), 0, &Mutation{Type: MutationPut, Row: row, Cells: []MutationCell{{Family: []byte("f"), Qualifier: q, Type: TypePut, Value: v}}})
+	b.AddMutation([]byte("r1"), 1, &Mutation{Type: MutationPut, Row: row, Nonce: 7, Cells: []MutationCell{{Family: []byte("f"), Qualifier: q, Type: TypePut, Value: v}}})
+	for _, buf := range [][]byte{row, q, v} {
+		for i := range buf {
+			buf[i] = 'X'
+		}
+	}
+	call := b.Call(0)
+	for _, a := range call.Request.(*pb.MultiRequest).RegionAction[0].Action {
+		if got := string(a.GetMutation().GetRow()); got != "row-1" {
+			t.Errorf("action %d: row %q after the caller's bytes changed, want row-1", a.GetIndex(), got)
+		}
+	}
+	cells, _, err := DecodeCells(nil, call.Cells, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cells {
+		if string(c.Row) != "row-1" || string(c.Qualifier) != "q" || string(c.Value) != "value" {
+			t.Errorf("cell %q/%q = %q after the caller's bytes changed", c.Row, c.Qualifier, c.Value)
+		}
+	}
+}

@@ -24,6 +24,10 @@ type Config struct {
 	ZKRoot string
 	// RPCTimeout bounds one attempt of one call (0: the client's default).
 	RPCTimeout time.Duration
+	// DisableWriteCoalescing makes each Put and Delete send Multis of its
+	// own instead of sharing them with concurrent ones (see
+	// hbase.Config.DisableWriteCoalescing).
+	DisableWriteCoalescing bool
 }
 
 // DB is an HBase cluster as a table.DB.
@@ -38,7 +42,8 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if cfg.ZooKeeper == "" {
 		return nil, errors.New("hbasetable: no ZooKeeper quorum given")
 	}
-	db := &DB{c: hbase.New(hbase.Config{ZooKeeper: cfg.ZooKeeper, ZKRoot: cfg.ZKRoot, RPCTimeout: cfg.RPCTimeout})}
+	db := &DB{c: hbase.New(hbase.Config{ZooKeeper: cfg.ZooKeeper, ZKRoot: cfg.ZKRoot, RPCTimeout: cfg.RPCTimeout,
+		DisableWriteCoalescing: cfg.DisableWriteCoalescing})}
 	if err := db.Ping(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("hbasetable: connect to HBase via ZooKeeper %s: %w", cfg.ZooKeeper, err)

@@ -53,7 +53,10 @@ func mutations(cells []table.Cell, typ func(c *table.Cell) (hrpc.MutationCell, b
 	return out
 }
 
-// Put writes the cells with one batched Multi per region server.
+// Put writes the cells with one batched Multi per region server, shared
+// with concurrent Puts and Deletes unless the DB was opened with
+// DisableWriteCoalescing. The cells' bytes are the caller's again when Put
+// returns, even when it gave up on a cancelled context.
 func (t *Table) Put(ctx context.Context, cells []table.Cell) error {
 	if len(cells) == 0 {
 		return nil
