@@ -128,6 +128,12 @@ func Start(t testing.TB, cfg Config) *TSD {
 	if d.URL == "" || d.PID == 0 {
 		t.Fatalf("opentsdb.env without URL or PID: %q", raw)
 	}
+	// A test that fails before its Stop must not leave the JVM running.
+	t.Cleanup(func() {
+		cmd := exec.Command(filepath.Join(repo, "scripts", "opentsdb.sh"), "stop")
+		cmd.Env = d.env
+		_ = cmd.Run() // "not running" when the test stopped it
+	})
 	return d
 }
 
