@@ -79,9 +79,10 @@ func TestImportOpenTSDB(t *testing.T) {
 			}
 		})
 	}
+	owner := t // the TSDs left running serve the comparison below
 	t.Run("load", func(t *testing.T) {
-		t.Run("default", func(t *testing.T) { t.Parallel(); plain.load(t, zk, plainHistory) })
-		t.Run("salted", func(t *testing.T) { t.Parallel(); salted.load(t, zk, saltedHistory) })
+		t.Run("default", func(t *testing.T) { t.Parallel(); plain.load(t, owner, zk, plainHistory) })
+		t.Run("salted", func(t *testing.T) { t.Parallel(); salted.load(t, owner, zk, saltedHistory) })
 	})
 	if t.Failed() {
 		return
@@ -132,9 +133,11 @@ func TestImportOpenTSDB(t *testing.T) {
 // part with compaction on, then read back by a query (which writes every
 // row it reads back compacted) before that TSD stops; the raw part with
 // compaction off, by a TSD left running for the comparison.
-func (tb *otsdbTable) load(t *testing.T, zk string, history func() (compacted, raw []tsdtest.Point)) {
+func (tb *otsdbTable) load(t, owner *testing.T, zk string, history func() (compacted, raw []tsdtest.Point)) {
 	compacted, raw := history()
-	cfg := tsdtest.Config{ZK: zk, RunDir: t.TempDir(), Prefix: tb.prefix,
+	// The TSD left running serves the parent's comparison: its run
+	// directory and its end are the parent's.
+	cfg := tsdtest.Config{ZK: zk, RunDir: owner.TempDir(), Prefix: tb.prefix, Owner: owner,
 		// fix_duplicates: else OpenTSDB refuses to answer for a row holding
 		// one instant twice with two values.
 		Extra: append(slices.Clone(tb.conf), "tsd.storage.fix_duplicates = true")}

@@ -80,6 +80,10 @@ type Config struct {
 	// Extra are configuration lines added to the script's (such as
 	// "tsd.storage.enable_appends = true"); later lines win.
 	Extra []string
+	// Owner is the test at whose end a TSD still running is stopped (nil:
+	// the test given to Start). A subtest that starts a TSD for its parent
+	// names the parent.
+	Owner testing.TB
 }
 
 // flushInterval has the TSD's HBase client send its buffered writes every
@@ -129,12 +133,32 @@ func Start(t testing.TB, cfg Config) *TSD {
 		t.Fatalf("opentsdb.env without URL or PID: %q", raw)
 	}
 	// A test that fails before its Stop must not leave the JVM running.
-	t.Cleanup(func() {
-		cmd := exec.Command(filepath.Join(repo, "scripts", "opentsdb.sh"), "stop")
-		cmd.Env = d.env
-		_ = cmd.Run() // "not running" when the test stopped it
-	})
+	owner := cfg.Owner
+	if owner == nil {
+		owner = t
+	}
+	owner.Cleanup(d.stopProcess)
 	return d
+}
+
+// stopProcess ends the TSD's JVM if it still runs, by its pid: the run
+// directory (a test's temporary one) may be gone by then.
+func (d *TSD) stopProcess() {
+	alive := func() bool {
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", d.PID))
+		return err == nil && bytes.Contains(cmdline, []byte("TSDMain"))
+	}
+	if !alive() {
+		return
+	}
+	_ = syscall.Kill(d.PID, syscall.SIGTERM)
+	for range 300 {
+		if !alive() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = syscall.Kill(d.PID, syscall.SIGKILL)
 }
 
 func (d *TSD) script(t testing.TB, arg string) {
@@ -151,6 +175,7 @@ func (d *TSD) script(t testing.TB, arg string) {
 func (d *TSD) Stop(t testing.TB) {
 	t.Helper()
 	d.script(t, "stop")
+	d.stopProcess() // the script finds nothing once its run directory is gone
 }
 
 // Kill sends SIGKILL and waits until the process is gone: rows written
