@@ -44,7 +44,7 @@
 # ("adapter, compacted") and keeps the compactor running for read and ingest.
 #
 # Knobs: COLD_SERIES (10000), SUSTAIN (20s), SUSTAIN_BATCH (2000), DS_SERIES
-# (1000), DS_ROUNDS (360), INGEST_ROUNDS (300), READ_REPS (3), READ_WARMUP
+# (1000), DS_ROUNDS (360), INGEST_ROUNDS (300), READ_REPS (10), READ_WARMUP
 # (20s), HIST_SERIES
 # (200; 0 leaves histograms out), HIST_ROUNDS (480), BENCH_ONLY=histograms
 # (that step and its table only), BENCH_ONLY=import (only the import of
@@ -64,7 +64,7 @@ cd "$repo"
 
 cold_series=${COLD_SERIES:-10000} sustain=${SUSTAIN:-20s} sustain_batch=${SUSTAIN_BATCH:-2000}
 ds_series=${DS_SERIES:-1000} ds_rounds=${DS_ROUNDS:-360} ingest_rounds=${INGEST_ROUNDS:-300}
-read_reps=${READ_REPS:-3} read_warmup=${READ_WARMUP:-20s}
+read_reps=${READ_REPS:-10} read_warmup=${READ_WARMUP:-20s}
 hist_series=${HIST_SERIES:-200} hist_rounds=${HIST_ROUNDS:-480}
 import_series=${IMPORT_SERIES:-10000} import_hours=${IMPORT_HOURS:-8}
 otsdb_import_series=${OTSDB_IMPORT_SERIES:-1000} otsdb_import_rounds=${OTSDB_IMPORT_ROUNDS:-360}
@@ -269,6 +269,7 @@ if [[ $prom != none ]]; then
   "$prom" --config.file=/dev/null --storage.tsdb.path="$tmp/prom" --web.listen-address="127.0.0.1:$pp" \
     --web.enable-remote-write-receiver --log.level=warn > "$tmp/prom.log" 2>&1 &
   pids+=($!)
+  prom_pid=$!
   prom_url=http://127.0.0.1:$pp
   wait_ready "$prom_url/-/ready" "${pids[-1]}" "$tmp/prom.log"
 fi
@@ -295,10 +296,13 @@ fi
 say "reads"
 start_tsd ds "${prefix}ds-"
 for mode in streamed samples; do
-  rec read "$bt" read -target "adapter=$adapter_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$read_reps" -warmup "$read_warmup"
-  [[ $prom == none ]] || rec read "$bt" read -target "prometheus=$prom_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$read_reps" -warmup "$read_warmup"
+  rec read "$bt" read -target "adapter=$adapter_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$read_reps" -warmup "$read_warmup" \
+    -pid "adapter=$adapter_pid" -pid "hbase=$hbase_pid"
+  [[ $prom == none ]] || rec read "$bt" read -target "prometheus=$prom_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$read_reps" -warmup "$read_warmup" \
+    -pid "prometheus=$prom_pid"
 done
-rec read "$bt" read -target "opentsdb=$tsd_url" "${ds[@]}" -rounds "$ds_rounds" -reps "$read_reps" -warmup "$read_warmup"
+rec read "$bt" read -target "opentsdb=$tsd_url" "${ds[@]}" -rounds "$ds_rounds" -reps "$read_reps" -warmup "$read_warmup" \
+  -pid "tsd=$tsd_pid" -pid "hbase=$hbase_pid"
 
 # --- ingest: more of the same series, until durable --------------------------
 # From now on, 15 s apart: neither OpenTSDB (it compacts rows whose hour began

@@ -33,6 +33,8 @@ func runRead(args []string) error {
 	mode := fs.String("mode", "streamed", "remote read response type: streamed | samples (OpenTSDB: /api/query)")
 	reps := fs.Int("reps", 3, "passes over everything; the median is reported")
 	warm := fs.Int("warmup-reps", 1, "untimed passes first (a restarted JVM compiles its read path)")
+	var m cpuMeter
+	fs.Var(&m.pids, "pid", "name=PID of a process whose CPU time over the timed passes to report (repeatable)")
 	warmFor := fs.Duration("warmup", 0, "then more untimed passes until this long has passed since the first: "+
 		"a JVM compiles a method after some ten thousand calls, which one pass over a small data set does not reach")
 	_ = fs.Parse(args)
@@ -86,6 +88,9 @@ func runRead(args []string) error {
 		}
 	}
 	rates := make([]float64, 0, *reps)
+	if err := m.start(); err != nil {
+		return err
+	}
 	for range *reps {
 		r, err := pass()
 		if err != nil {
@@ -93,9 +98,14 @@ func runRead(args []string) error {
 		}
 		rates = append(rates, r)
 	}
+	cpu, err := m.stop()
+	if err != nil {
+		return err
+	}
 	slices.Sort(rates)
-	fmt.Printf("target=%s via=%s samples=%d reps=%d warmup_passes=%d first_pass_samples_per_sec=%.0f samples_per_sec=%.0f min=%.0f max=%.0f\n",
-		t.kind, via, want, *reps, warmups, cold, rates[len(rates)/2], rates[0], rates[len(rates)-1])
+	fmt.Printf("target=%s via=%s samples=%d reps=%d warmup_passes=%d first_pass_samples_per_sec=%.0f samples_per_sec=%.0f min=%.0f max=%.0f%s\n",
+		t.kind, via, want, *reps, warmups, cold, rates[len(rates)/2], rates[0], rates[len(rates)-1],
+		formatCPU(cpu, float64(want)*float64(*reps)/1e6, "million"))
 	return nil
 }
 

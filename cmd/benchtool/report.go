@@ -157,24 +157,26 @@ func reportBytes(rs records, samples float64) {
 }
 
 func reportRead(rs records) {
-	get := func(target, via string) (float64, float64) {
+	type reader struct{ rate, cold, cpu float64 }
+	get := func(target, via string) reader {
 		r := rs.find("step", "read", "target", target, "via", via)
-		return r.num("samples_per_sec"), r.num("first_pass_samples_per_sec")
+		return reader{r.num("samples_per_sec"), r.num("first_pass_samples_per_sec"), r.num("cpu_s_total_per_million")}
 	}
-	o, o1 := get("opentsdb", "api/query")
-	ps, ps1 := get("prometheus", "streamed")
-	pm, pm1 := get("prometheus", "samples")
-	as, as1 := get("adapter", "streamed")
-	am, am1 := get("adapter", "samples")
-	fmt.Println("Read everything back, metric by metric, 4 queries in flight, after major compaction (median of the passes after the warm-up; the first pass of each reader, cold, beside it):")
+	o := get("opentsdb", "api/query")
+	ps, pm := get("prometheus", "streamed"), get("prometheus", "samples")
+	as, am := get("adapter", "streamed"), get("adapter", "samples")
+	fmt.Println("Read everything back, metric by metric, 4 queries in flight, after major compaction (median of the passes after the warm-up; the first pass of each reader, cold, beside it; CPU over the timed passes: adapter + HBase, TSD + HBase, Prometheus):")
 	fmt.Println()
-	fmt.Println("| reader | samples/s | / OpenTSDB | / Prometheus, same response type | first pass, samples/s |")
-	fmt.Println("|---|---|---|---|---|")
-	fmt.Printf("| adapter, streamed remote read | %s | %s | %s | %s |\n", fig(as, 0), ratio(as, o), ratio(as, ps), fig(as1, 0))
-	fmt.Printf("| adapter, sampled remote read | %s | %s | %s | %s |\n", fig(am, 0), ratio(am, o), ratio(am, pm), fig(am1, 0))
-	fmt.Printf("| OpenTSDB /api/query (aggregator none) | %s | 1.00 | | %s |\n", fig(o, 0), fig(o1, 0))
-	fmt.Printf("| Prometheus, streamed remote read | %s | %s | 1.00 | %s |\n", fig(ps, 0), ratio(ps, o), fig(ps1, 0))
-	fmt.Printf("| Prometheus, sampled remote read | %s | %s | 1.00 | %s |\n", fig(pm, 0), ratio(pm, o), fig(pm1, 0))
+	fmt.Println("| reader | samples/s | / OpenTSDB | / Prometheus, same response type | first pass, samples/s | CPU-s per M samples |")
+	fmt.Println("|---|---|---|---|---|---|")
+	row := func(name string, r reader, vsO, vsP string) {
+		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", name, fig(r.rate, 0), vsO, vsP, fig(r.cold, 0), fig(r.cpu, 3))
+	}
+	row("adapter, streamed remote read", as, ratio(as.rate, o.rate), ratio(as.rate, ps.rate))
+	row("adapter, sampled remote read", am, ratio(am.rate, o.rate), ratio(am.rate, pm.rate))
+	row("OpenTSDB /api/query (aggregator none)", o, "1.00", "")
+	row("Prometheus, streamed remote read", ps, ratio(ps.rate, o.rate), "1.00")
+	row("Prometheus, sampled remote read", pm, ratio(pm.rate, o.rate), "1.00")
 	fmt.Println()
 }
 
