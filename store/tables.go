@@ -33,7 +33,23 @@ func uidTableSpec(cfg Config) table.TableSpec {
 // that a cell re-written after a delete (a late or retried sample after the
 // compactor removed the raw cells) is visible whatever its timestamp. The
 // TTL is the retention, counted from each sample's own time.
+//
+// Blocks are compressed (Config.DataCompression, SNAPPY by default) and
+// ROW_INDEX_V1 encoded: a query seeks to each of a metric's salt-bucket
+// ranges, and in a FAST_DIFF block a seek decodes every cell from the
+// block's start, about three quarters of HBase's CPU on reads of compacted
+// hours; ROW_INDEX_V1 finds the row by binary search and leaves keys whole,
+// which the compression then shrinks. Measured on make bench's data set
+// (HFiles after a major compaction; HBase CPU of a warm read of it all):
+// compacted hours 3.38 bytes/sample and 24 ms FAST_DIFF, 2.82 and 15 ms
+// ROW_INDEX_V1 + SNAPPY; raw cells 12.4 and 13.0 bytes/sample. Without
+// compression, ROW_INDEX_V1 would hold raw cells in 69 bytes/sample, so the
+// family stays FAST_DIFF then.
 func dataTableSpec(cfg Config) table.TableSpec {
+	encoding := "ROW_INDEX_V1"
+	if cfg.DataCompression == "NONE" {
+		encoding = "FAST_DIFF"
+	}
 	spec := table.TableSpec{
 		Name: cfg.TablePrefix + DataTableSuffix,
 		Families: []table.FamilySpec{{
@@ -41,7 +57,8 @@ func dataTableSpec(cfg Config) table.TableSpec {
 			MaxVersions:        1,
 			TTL:                cfg.Retention,
 			BloomFilter:        "ROW",
-			DataBlockEncoding:  "FAST_DIFF",
+			DataBlockEncoding:  encoding,
+			Compression:        cfg.DataCompression,
 			NewVersionBehavior: true,
 		}},
 	}
@@ -125,6 +142,9 @@ func familyDiff(have, want table.FamilySpec) []string {
 	add("TTL", ttlString(have.TTL), ttlString(want.TTL))
 	add("BLOOMFILTER", orDefault(have.BloomFilter, "ROW"), orDefault(want.BloomFilter, "ROW"))
 	add("DATA_BLOCK_ENCODING", orDefault(have.DataBlockEncoding, "NONE"), orDefault(want.DataBlockEncoding, "NONE"))
+	if want.Compression != "" {
+		add("COMPRESSION", orDefault(have.Compression, "NONE"), orDefault(want.Compression, "NONE"))
+	}
 	add("IN_MEMORY", fmt.Sprint(have.InMemory), fmt.Sprint(want.InMemory))
 	add("NEW_VERSION_BEHAVIOR", fmt.Sprint(have.NewVersionBehavior), fmt.Sprint(want.NewVersionBehavior))
 	return d

@@ -71,12 +71,13 @@ func TestUIDExhaustionRefusesOnlyItsSeries(t *testing.T) {
 
 // TestOpenAltersExistingTables: tables created by an earlier version (UID
 // families with NEW_VERSION_BEHAVIOR, no block encoding) and a data table
-// with another retention are brought to this version's settings at start,
-// and nothing stored changes.
+// with another retention and FAST_DIFF blocks without compression (before
+// --hbase.data-compression) are brought to this version's settings at
+// start, and nothing stored changes.
 func TestOpenAltersExistingTables(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
 		ctx := context.Background()
-		cfg := Config{TablePrefix: prefix, Retention: 30 * 24 * time.Hour}
+		cfg := Config{TablePrefix: prefix, Retention: 30 * 24 * time.Hour, DataCompression: "none"}
 		cfg.setDefaults()
 		old := uidTableSpec(cfg)
 		for i := range old.Families {
@@ -91,8 +92,14 @@ func TestOpenAltersExistingTables(t *testing.T) {
 		if err := s.Write(ctx, in); err != nil {
 			t.Fatal(err)
 		}
+		if data, err := db.Describe(ctx, prefix+DataTableSuffix); err != nil {
+			t.Fatal(err)
+		} else if f := data.Families[0]; f.DataBlockEncoding != "FAST_DIFF" || orDefault(f.Compression, "NONE") != "NONE" {
+			t.Fatalf("data family created without compression has %s blocks compressed %q, want FAST_DIFF, NONE", f.DataBlockEncoding, f.Compression)
+		}
 		var logs bytes.Buffer
 		cfg.Retention = 90 * 24 * time.Hour
+		cfg.DataCompression = "" // the default
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		s2 := openStore(t, db, cfg)
 		have, err := db.Describe(ctx, prefix+UIDTableSuffix)
@@ -111,8 +118,14 @@ func TestOpenAltersExistingTables(t *testing.T) {
 		if data.Families[0].TTL != cfg.Retention {
 			t.Errorf("data TTL = %v after a restart with retention %v", data.Families[0].TTL, cfg.Retention)
 		}
-		if !strings.Contains(logs.String(), "TTL 720h0m0s -> 2160h0m0s") {
-			t.Errorf("no log line says the retention changed:\n%s", logs.String())
+		if f := data.Families[0]; f.DataBlockEncoding != "ROW_INDEX_V1" || f.Compression != DefaultDataCompression {
+			t.Errorf("data family after a start with the default compression: %s blocks compressed %q, want ROW_INDEX_V1, %s",
+				f.DataBlockEncoding, f.Compression, DefaultDataCompression)
+		}
+		for _, want := range []string{"TTL 720h0m0s -> 2160h0m0s", "DATA_BLOCK_ENCODING FAST_DIFF -> ROW_INDEX_V1", "COMPRESSION NONE -> SNAPPY"} {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("no log line says %q:\n%s", want, logs.String())
+			}
 		}
 		got := collect(t, s2.Select(ctx, Query{Start: now, End: now, Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")}}))
 		if !strings.Contains(got, `a="b"`) {

@@ -57,16 +57,41 @@ func runOTSDBTables(args []string) error {
 
 // tableFlags are the flags of the subcommands that look at tables' files.
 type tableFlags struct {
-	zk, root string
-	tables   []string
+	zk, root    string
+	compression string
+	tables      []string
 }
 
 func parseTableFlags(name string, args []string) tableFlags {
 	fs := flag.NewFlagSet(name, flag.ExitOnError)
 	zk := fs.String("zk", os.Getenv("PROMHBASE_TEST_ZK"), "ZooKeeper quorum of the HBase")
 	root := fs.String("root", "", "HBase root directory on the local file system (hbase.rootdir without file://)")
+	var compression *string
+	if name == "compact" {
+		compression = fs.String("compression", "", "first set every family of the tables to this COMPRESSION (the major compaction rewrites the files with it)")
+	}
 	_ = fs.Parse(args)
-	return tableFlags{zk: *zk, root: *root, tables: fs.Args()}
+	tf := tableFlags{zk: *zk, root: *root, tables: fs.Args()}
+	if compression != nil {
+		tf.compression = *compression
+	}
+	return tf
+}
+
+// setCompression sets every family of table to the block compression
+// codec, keeping the rest of each family's descriptor.
+func setCompression(ctx context.Context, c *hbase.Client, table, codec string) error {
+	fams, err := c.TableFamilies(ctx, table)
+	if err != nil {
+		return err
+	}
+	for _, f := range fams {
+		f.Compression = codec
+		if err := c.ModifyFamily(ctx, table, f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runCompact flushes and major-compacts each table, waits until the
@@ -78,6 +103,11 @@ func runCompact(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	for _, t := range tf.tables {
+		if tf.compression != "" {
+			if err := setCompression(ctx, c, t, tf.compression); err != nil {
+				return err
+			}
+		}
 		if err := c.FlushTable(ctx, t); err != nil {
 			return err
 		}

@@ -150,6 +150,9 @@ func reportBytes(rs records, samples float64) {
 	row("adapter, raw cells", raw)
 	row("adapter, compacted", comp)
 	row("OpenTSDB 2.4.1, after its row compaction", otsdb)
+	if b := rs.findTable("bytes-snappy", "tsdb"); b > 0 {
+		row("OpenTSDB 2.4.1, after its row compaction, table re-compressed SNAPPY", b)
+	}
 	row("Prometheus TSDB block", prom)
 	au, ou := rs.findTable("bytes", "prom-uid"), rs.findTable("bytes", "tsdb-uid")
 	fmt.Printf("\nUID tables for the same %s strings: adapter %s bytes, OpenTSDB %s bytes (%s x).\n\n",
