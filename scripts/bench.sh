@@ -19,8 +19,13 @@
 #   load    DS_SERIES x DS_ROUNDS samples (counters and gauges, one every
 #           15 s) into the adapter, a TSD and Prometheus; the same samples
 #           into a Prometheus TSDB block
-#   bytes   TSD stopped (it flushes its row compaction), data and UID tables
-#           flushed and major-compacted, HFile bytes
+#   read-fresh  the TSD stopped (it flushes its row compaction), started
+#           again and read from (it also compacts the rows it reads); after
+#           the compactor (see below), the adapter read from: each store's
+#           compaction done, the cells it replaced still in HBase behind
+#           delete markers until HBase's major compaction
+#   bytes   TSD stopped, data and UID tables flushed and major-compacted,
+#           HFile bytes
 #   read    everything read back from each: untimed passes for READ_WARMUP
 #           (the JVMs of HBase and OpenTSDB compile their read paths after
 #           tens of thousands of calls; one pass over this data set is a
@@ -44,7 +49,7 @@
 # ("adapter, compacted") and keeps the compactor running for read and ingest.
 #
 # Knobs: COLD_SERIES (10000), SUSTAIN (20s), SUSTAIN_BATCH (2000), DS_SERIES
-# (1000), DS_ROUNDS (360), INGEST_ROUNDS (300), READ_REPS (10), READ_WARMUP
+# (1000), DS_ROUNDS (360), INGEST_ROUNDS (900), READ_REPS (10), READ_WARMUP
 # (20s), HIST_SERIES
 # (200; 0 leaves histograms out), HIST_ROUNDS (480), BENCH_ONLY=histograms
 # (that step and its table only), BENCH_ONLY=import (only the import of
@@ -63,7 +68,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 
 cold_series=${COLD_SERIES:-10000} sustain=${SUSTAIN:-20s} sustain_batch=${SUSTAIN_BATCH:-2000}
-ds_series=${DS_SERIES:-1000} ds_rounds=${DS_ROUNDS:-360} ingest_rounds=${INGEST_ROUNDS:-300}
+ds_series=${DS_SERIES:-1000} ds_rounds=${DS_ROUNDS:-360} ingest_rounds=${INGEST_ROUNDS:-900}
 read_reps=${READ_REPS:-10} read_warmup=${READ_WARMUP:-20s}
 hist_series=${HIST_SERIES:-200} hist_rounds=${HIST_ROUNDS:-480}
 import_series=${IMPORT_SERIES:-10000} import_hours=${IMPORT_HOURS:-8}
@@ -278,6 +283,23 @@ rec load "$bt" load -target "opentsdb=$tsd_url" "${ds[@]}" -rounds "$ds_rounds"
 [[ $prom == none ]] || rec load "$bt" load -target "prometheus=$prom_url" "${ds[@]}" -rounds "$ds_rounds"
 rec promblock "$bt" promblock -dir "$tmp/block" "${ds[@]}" -rounds "$ds_rounds"
 
+# --- read-fresh: each store after its own compaction, before HBase's major
+# compaction (which by default comes once a week): the cells each compaction
+# replaced are still there, masked by a delete marker each.
+# read_fresh TARGET PID...: streamed for the adapter; warmed up as the reads below.
+read_fresh() {
+  local target=$1
+  shift
+  local pids=()
+  for p in "$@"; do pids+=(-pid "$p"); done
+  rec read-fresh "$bt" read -target "$target" -mode streamed "${ds[@]}" -rounds "$ds_rounds" -reps "$fresh_reps" -warmup "$read_warmup" "${pids[@]}"
+}
+fresh_reps=$((read_reps < 3 ? read_reps : 3))
+say "OpenTSDB: stopped (it flushes its row compaction) and started again, read before HBase's major compaction"
+stop_tsd ds
+start_tsd ds "${prefix}ds-"
+read_fresh "opentsdb=$tsd_url" "tsd=$tsd_pid" "hbase=$hbase_pid"
+
 # --- bytes: HFiles after flush + major compaction --------------------------
 say "flush + major compaction"
 stop_tsd ds
@@ -291,6 +313,8 @@ if [[ -n $has_compactor ]]; then
   stop_pid "$adapter_pid"
   start_adapter ds "${prefix}ds-" "${compactor_flags[@]}"
   wait_series_hours $((ds_series * ((ds_rounds * step_ms + 3600000 - 1) / 3600000)))
+  say "adapter: read before HBase's major compaction"
+  read_fresh "adapter=$adapter_url" "adapter=$adapter_pid" "hbase=$hbase_pid"
   rec bytes-compacted "$bt" compact -root "$hbase_root" "${prefix}ds-prom-data"
 else
   say "the adapter has no --compactor flags: no compacted figure"

@@ -181,6 +181,21 @@ func reportRead(rs records) {
 	row("Prometheus, streamed remote read", ps, ratio(ps.rate, o.rate), "1.00")
 	row("Prometheus, sampled remote read", pm, ratio(pm.rate, o.rate), "1.00")
 	fmt.Println()
+	fresh := func(target string) reader {
+		r := rs.find("step", "read-fresh", "target", target)
+		return reader{r.num("samples_per_sec"), r.num("first_pass_samples_per_sec"), r.num("cpu_s_total_per_million")}
+	}
+	fa, fo := fresh("adapter"), fresh("opentsdb")
+	if fa.rate == 0 || fo.rate == 0 {
+		return
+	}
+	fmt.Println("The same reads before HBase's major compaction: each store's compaction done (the adapter's compactor, OpenTSDB's row compaction), the cells it replaced still in HBase behind a delete marker each (median of up to 3 passes after the warm-up):")
+	fmt.Println()
+	fmt.Println("| reader | samples/s | / OpenTSDB | / same reader after major compaction | first pass, samples/s | CPU-s per M samples |")
+	fmt.Println("|---|---|---|---|---|---|")
+	row("adapter, streamed remote read", fa, ratio(fa.rate, fo.rate), ratio(fa.rate, as.rate))
+	row("OpenTSDB /api/query (aggregator none)", fo, "1.00", ratio(fo.rate, o.rate))
+	fmt.Println()
 }
 
 func reportIngest(rs records) {
