@@ -62,19 +62,18 @@ type tableFlags struct {
 	tables      []string
 }
 
-func parseTableFlags(name string, args []string) tableFlags {
+// parseTableFlags parses the flags every such subcommand has, and those
+// that more registers on the same set.
+func parseTableFlags(name string, args []string, more ...func(*flag.FlagSet, *tableFlags)) tableFlags {
+	var tf tableFlags
 	fs := flag.NewFlagSet(name, flag.ExitOnError)
-	zk := fs.String("zk", os.Getenv("PROMHBASE_TEST_ZK"), "ZooKeeper quorum of the HBase")
-	root := fs.String("root", "", "HBase root directory on the local file system (hbase.rootdir without file://)")
-	var compression *string
-	if name == "compact" {
-		compression = fs.String("compression", "", "first set every family of the tables to this COMPRESSION (the major compaction rewrites the files with it)")
+	fs.StringVar(&tf.zk, "zk", os.Getenv("PROMHBASE_TEST_ZK"), "ZooKeeper quorum of the HBase")
+	fs.StringVar(&tf.root, "root", "", "HBase root directory on the local file system (hbase.rootdir without file://)")
+	for _, m := range more {
+		m(fs, &tf)
 	}
 	_ = fs.Parse(args)
-	tf := tableFlags{zk: *zk, root: *root, tables: fs.Args()}
-	if compression != nil {
-		tf.compression = *compression
-	}
+	tf.tables = fs.Args()
 	return tf
 }
 
@@ -97,7 +96,9 @@ func setCompression(ctx context.Context, c *hbase.Client, table, codec string) e
 // runCompact flushes and major-compacts each table, waits until the
 // compacted files are the only live ones, and prints their bytes.
 func runCompact(args []string) error {
-	tf := parseTableFlags("compact", args)
+	tf := parseTableFlags("compact", args, func(fs *flag.FlagSet, tf *tableFlags) {
+		fs.StringVar(&tf.compression, "compression", "", "first set every family of the tables to this COMPRESSION (the major compaction rewrites the files with it)")
+	})
 	c := hbase.New(hbase.Config{ZooKeeper: tf.zk})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

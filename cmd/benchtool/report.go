@@ -161,13 +161,13 @@ func reportBytes(rs records, samples float64) {
 
 func reportRead(rs records) {
 	type reader struct{ rate, cold, cpu float64 }
-	get := func(target, via string) reader {
-		r := rs.find("step", "read", "target", target, "via", via)
+	get := func(step, target, via string) reader {
+		r := rs.find("step", step, "target", target, "via", via)
 		return reader{r.num("samples_per_sec"), r.num("first_pass_samples_per_sec"), r.num("cpu_s_total_per_million")}
 	}
-	o := get("opentsdb", "api/query")
-	ps, pm := get("prometheus", "streamed"), get("prometheus", "samples")
-	as, am := get("adapter", "streamed"), get("adapter", "samples")
+	o := get("read", "opentsdb", "api/query")
+	ps, pm := get("read", "prometheus", "streamed"), get("read", "prometheus", "samples")
+	as, am := get("read", "adapter", "streamed"), get("read", "adapter", "samples")
 	fmt.Println("Read everything back, metric by metric, 4 queries in flight, after major compaction (median of the passes after the warm-up; the first pass of each reader, cold, beside it; CPU over the timed passes: adapter + HBase, TSD + HBase, Prometheus):")
 	fmt.Println()
 	fmt.Println("| reader | samples/s | / OpenTSDB | / Prometheus, same response type | first pass, samples/s | CPU-s per M samples |")
@@ -181,11 +181,7 @@ func reportRead(rs records) {
 	row("Prometheus, streamed remote read", ps, ratio(ps.rate, o.rate), "1.00")
 	row("Prometheus, sampled remote read", pm, ratio(pm.rate, o.rate), "1.00")
 	fmt.Println()
-	fresh := func(target string) reader {
-		r := rs.find("step", "read-fresh", "target", target)
-		return reader{r.num("samples_per_sec"), r.num("first_pass_samples_per_sec"), r.num("cpu_s_total_per_million")}
-	}
-	fa, fo := fresh("adapter"), fresh("opentsdb")
+	fa, fo := get("read-fresh", "adapter", "streamed"), get("read-fresh", "opentsdb", "api/query")
 	if fa.rate == 0 || fo.rate == 0 {
 		return
 	}
