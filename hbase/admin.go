@@ -379,10 +379,17 @@ func (c *Client) ReopenRegion(ctx context.Context, table string, row []byte) err
 	return c.waitAssigned(ctx, table, len(regions))
 }
 
-// ModifyFamily replaces the descriptor of an existing family of a table
-// with f (attributes f leaves empty return to HBase's defaults) and waits
-// until the procedure finished: every region reopened with it.
+// ModifyFamily sets f's attributes on an existing family of a table, as
+// hrpc.MergeFamily merges them into the family's descriptor, and waits
+// until the procedure finished: every region reopened with it. A change
+// refused because another one replaced the descriptor meanwhile (say an
+// AddFamily by an adapter starting at the same time) is retried as
+// AddFamily's is, each attempt merging into the family as it is then.
 func (c *Client) ModifyFamily(ctx context.Context, table string, f hrpc.Family) error {
+	return c.retrySchemaChange(ctx, func() error { return c.modifyFamily(ctx, table, f) })
+}
+
+func (c *Client) modifyFamily(ctx context.Context, table string, f hrpc.Family) error {
 	cur, err := c.familySchema(ctx, table, f.Name)
 	if err != nil {
 		return fmt.Errorf("modify family %s of %s: %w", f.Name, table, err)
@@ -405,6 +412,54 @@ func (c *Client) ModifyFamily(ctx context.Context, table string, f hrpc.Family) 
 	return nil
 }
 
+// AddFamily adds family f to an existing table and waits until the
+// procedure finished: every region reopened with it. A *Exception of class
+// InvalidFamilyOperationException means the table has the family already.
+//
+// The master checks the descriptor before it queues the change and refuses
+// the change, with ConcurrentTableModificationException, when another one
+// (say a racing AddFamily of the same family) replaced the descriptor
+// meanwhile. That is retried, with a new nonce: the next check then sees
+// what the other change did.
+func (c *Client) AddFamily(ctx context.Context, table string, f hrpc.Family) error {
+	return c.retrySchemaChange(ctx, func() error { return c.addFamily(ctx, table, f) })
+}
+
+// retrySchemaChange runs change, a schema change of one table that asks
+// for a new nonce each run, again while the master refuses it with
+// ConcurrentTableModificationException, with the client's backoff and
+// attempt limit.
+func (c *Client) retrySchemaChange(ctx context.Context, change func() error) error {
+	var err error
+	for attempt := 0; attempt < c.cfg.MaxAttempts; attempt++ {
+		if attempt > 0 {
+			if serr := sleep(ctx, attempt-1, false); serr != nil {
+				return errors.Join(serr, err)
+			}
+		}
+		err = change()
+		var x *hrpc.Exception
+		if !errors.As(err, &x) || x.Class != hrpc.ConcurrentTableModification {
+			return err
+		}
+	}
+	return &RetryError{Attempts: c.cfg.MaxAttempts, Err: err}
+}
+
+func (c *Client) addFamily(ctx context.Context, table string, f hrpc.Family) error {
+	call, err := hrpc.NewAddColumnCall(table, f, c.nonceGroup, c.nonce())
+	if err != nil {
+		return err
+	}
+	if _, err := c.onMaster(ctx, call); err != nil {
+		return fmt.Errorf("add family %s to %s: %w", f.Name, table, err)
+	}
+	if err := c.waitProcedure(ctx, call.Response.(*pb.AddColumnResponse).GetProcId()); err != nil {
+		return fmt.Errorf("add family %s to %s: %w", f.Name, table, err)
+	}
+	return nil
+}
+
 // familySchema reads one family's descriptor as HBase has it.
 func (c *Client) familySchema(ctx context.Context, table, family string) (*pb.ColumnFamilySchema, error) {
 	call := hrpc.NewGetTableDescriptorsCall(table)
@@ -421,7 +476,7 @@ func (c *Client) familySchema(ctx context.Context, table, family string) (*pb.Co
 		}
 	}
 	// What the master itself answers a ModifyColumn of an absent family.
-	return nil, &hrpc.Exception{Class: "org.apache.hadoop.hbase.InvalidFamilyOperationException",
+	return nil, &hrpc.Exception{Class: hrpc.InvalidFamilyOperation,
 		Message: fmt.Sprintf("family %q does not exist in table %s", family, table), DoNotRetry: true}
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
 )
@@ -285,5 +287,114 @@ func TestModifyFamily(t *testing.T) {
 	}
 	if err := c.ModifyFamily(context.Background(), "no_such_table_xyz", want); !IsTableNotFound(err) {
 		t.Fatalf("ModifyFamily of an absent table: %v", err)
+	}
+}
+
+// TestAddFamily: the added family has the attributes asked and takes
+// writes; an add of a family the table has is refused with
+// InvalidFamilyOperationException, also to the losers of a race (which
+// the master first refuses with ConcurrentTableModificationException).
+func TestAddFamily(t *testing.T) {
+	c := testClient(t)
+	ctx := testCtx(t)
+	table := testTable(t, c)
+	if err := c.Mutate(ctx, table, put("r1", "f", "q", "old")); err != nil {
+		t.Fatal(err)
+	}
+	want := hrpc.Family{Name: "h", MaxVersions: 1, TTL: 3600e9, BloomFilter: "ROW", DataBlockEncoding: "ROW_INDEX_V1",
+		Compression: "NONE", NewVersionBehavior: true}
+	if err := c.AddFamily(ctx, table, want); err != nil {
+		t.Fatal(err)
+	}
+	fams, err := c.TableFamilies(ctx, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fams) != 3 || fams[0].Name != "f" || fams[1].Name != "g" || fams[2] != want {
+		t.Fatalf("families after AddFamily: %+v, want f, g and h as %+v", fams, want)
+	}
+	if err := c.Mutate(ctx, table, put("r1", "h", "q", "new")); err != nil {
+		t.Fatal(err)
+	}
+	cells, err := c.Get(ctx, table, &hrpc.Get{Row: []byte("r1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cells) != 2 || string(cells[0].Family) != "f" || string(cells[0].Value) != "old" ||
+		string(cells[1].Family) != "h" || string(cells[1].Value) != "new" {
+		t.Fatalf("row after AddFamily: %v", cells)
+	}
+
+	isExists := func(err error) bool {
+		var x *Exception
+		return errors.As(err, &x) && x.Class == hrpc.InvalidFamilyOperation
+	}
+	if err := c.AddFamily(ctx, table, want); !isExists(err) {
+		t.Fatalf("AddFamily of a family the table has: %v, want InvalidFamilyOperationException", err)
+	}
+	const racers = 3
+	errs := make([]error, racers)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { errs[i] = c.AddFamily(ctx, table, hrpc.Family{Name: "x", MaxVersions: 1}) })
+	}
+	wg.Wait()
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !isExists(err):
+			t.Errorf("racer %d: %v, want nil or InvalidFamilyOperationException", i, err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d racers added the family, want 1: %v", won, errs)
+	}
+	if err := c.AddFamily(ctx, "no_such_table_xyz", want); !IsTableNotFound(err) {
+		t.Fatalf("AddFamily to an absent table: %v", err)
+	}
+}
+
+// TestModifyFamilyRacingAddFamily: an alter of one family and an add of
+// another, sent at once to the same table, as two adapters starting
+// together do, both succeed: the master refuses the one whose descriptor
+// the other replaced with ConcurrentTableModificationException, and the
+// client retries it. Every round must pass.
+func TestModifyFamilyRacingAddFamily(t *testing.T) {
+	c := testClient(t)
+	ctx := testCtx(t)
+	table := testTable(t, c)
+	const rounds = 4
+	for round := range rounds {
+		added := hrpc.Family{Name: fmt.Sprintf("r%d", round), MaxVersions: 1}
+		ttl := time.Duration(round+1) * time.Hour
+		start := make(chan struct{})
+		var addErr, modErr error
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			<-start
+			addErr = c.AddFamily(ctx, table, added)
+		})
+		wg.Go(func() {
+			<-start
+			modErr = c.ModifyFamily(ctx, table, hrpc.Family{Name: "f", MaxVersions: 1, TTL: ttl})
+		})
+		close(start)
+		wg.Wait()
+		if addErr != nil || modErr != nil {
+			t.Fatalf("round %d: AddFamily: %v; ModifyFamily: %v", round, addErr, modErr)
+		}
+		fams, err := c.TableFamilies(ctx, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := map[string]hrpc.Family{}
+		for _, f := range fams {
+			have[f.Name] = f
+		}
+		if _, ok := have[added.Name]; !ok || have["f"].TTL != ttl || len(fams) != 3+round {
+			t.Fatalf("round %d: families %+v, want f with TTL %v and %s added", round, fams, ttl, added.Name)
+		}
 	}
 }

@@ -64,6 +64,12 @@ type ScanOptions struct {
 	FirstCellOnly bool
 	// Filter, when set, returns only the rows whose key it accepts.
 	Filter *KeyFilter
+	// QualifierPrefixes, when not empty, returns only the cells whose
+	// qualifier starts with one of these prefixes, which must be non-empty
+	// and sorted bytewise, none a prefix of another (CheckQualifierPrefixes);
+	// a row left without cells is not returned. With FirstCellOnly, a row
+	// gives its first cell that matches.
+	QualifierPrefixes [][]byte
 	// RowsPerCall hints how many rows a backend fetches per round trip (0: default).
 	RowsPerCall int
 }
@@ -185,6 +191,28 @@ func CheckRanges(ranges []RowRange) error {
 	return nil
 }
 
+// CheckQualifierPrefixes enforces ScanOptions.QualifierPrefixes' contract:
+// non-empty prefixes, sorted bytewise, none a prefix of another. HBase's
+// MultipleColumnPrefixFilter looks only at the greatest prefix not above a
+// qualifier, so one prefix hiding in another would lose cells. In a sorted
+// list a prefix of another is also a prefix of the one after it.
+func CheckQualifierPrefixes(prefixes [][]byte) error {
+	for i, p := range prefixes {
+		if len(p) == 0 {
+			return fmt.Errorf("qualifier prefix %d is empty", i)
+		}
+		if i == 0 {
+			continue
+		}
+		if prev := prefixes[i-1]; bytes.Compare(prev, p) >= 0 {
+			return fmt.Errorf("qualifier prefixes %d %q and %d %q are out of order", i-1, prev, i, p)
+		} else if bytes.HasPrefix(p, prev) {
+			return fmt.Errorf("qualifier prefix %d %q starts with prefix %d %q", i, p, i-1, prev)
+		}
+	}
+	return nil
+}
+
 // Ungrouped is one group per range.
 func Ungrouped(ranges []RowRange) [][]RowRange {
 	out := make([][]RowRange, len(ranges))
@@ -255,6 +283,15 @@ type DB interface {
 	// Nothing of the stored data changes. Backends without a notion of an
 	// attribute ignore it (Pebble keeps TTL and MaxVersions).
 	AlterFamily(ctx context.Context, name string, fam FamilySpec) error
+	// AddFamily adds fam to an existing table and waits until the table
+	// serves with it; the other families and their data are untouched. It
+	// returns ErrFamilyExists (wrapped) when the table has a family of that
+	// name already, whatever its attributes, and ErrTableNotFound (wrapped)
+	// when there is no such table. Of several callers racing to add the same
+	// family, one succeeds and the others get ErrFamilyExists (or succeed
+	// too): a caller that only needs the family there takes ErrFamilyExists
+	// as success.
+	AddFamily(ctx context.Context, name string, fam FamilySpec) error
 	// Ping answers nil when the backend serves requests.
 	Ping(ctx context.Context) error
 	Close() error
@@ -263,6 +300,7 @@ type DB interface {
 var (
 	ErrTableExists   = errors.New("table exists")
 	ErrTableNotFound = errors.New("table not found")
+	ErrFamilyExists  = errors.New("family exists")
 )
 
 // EnsureTable opens the table, creating it from spec first when it is absent.

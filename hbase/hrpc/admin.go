@@ -98,6 +98,20 @@ func NewCreateTableCall(table string, families []Family, splitKeys [][]byte, non
 	}, &pb.CreateTableResponse{}), nil
 }
 
+// NewAddColumnCall adds family f to an existing table; the answer carries
+// a procedure id. The master refuses a family the table has already with
+// an InvalidFamilyOperationException.
+func NewAddColumnCall(table string, f Family, nonceGroup, nonce uint64) (*Call, error) {
+	schema, err := f.proto()
+	if err != nil {
+		return nil, err
+	}
+	return masterCall("AddColumn", &pb.AddColumnRequest{
+		TableName: TableName(table), ColumnFamilies: schema,
+		NonceGroup: proto.Uint64(nonceGroup), Nonce: proto.Uint64(nonce),
+	}, &pb.AddColumnResponse{}), nil
+}
+
 // NewModifyColumnCall replaces the descriptor of an existing family with
 // f: attributes f leaves empty return to HBase's defaults. The answer
 // carries a procedure id, or none when there was nothing to do.

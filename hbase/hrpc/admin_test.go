@@ -60,3 +60,28 @@ func TestMergeFamilyKeepsWhatItDoesNotSet(t *testing.T) {
 	}
 	_ = proto.Size(got)
 }
+
+func TestNewAddColumnCall(t *testing.T) {
+	call, err := NewAddColumnCall("ns:tbl", Family{Name: "r", TTL: time.Hour, Compression: "snappy"}, 7, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := call.Request.(*pb.AddColumnRequest)
+	if call.Service != MasterService || call.Method != "AddColumn" || string(req.GetTableName().GetNamespace()) != "ns" ||
+		string(req.GetTableName().GetQualifier()) != "tbl" || req.GetNonceGroup() != 7 || req.GetNonce() != 9 {
+		t.Fatalf("call %s.%s, request %v", call.Service, call.Method, req)
+	}
+	have := map[string]string{}
+	for _, a := range req.GetColumnFamilies().GetAttributes() {
+		have[string(a.GetFirst())] = string(a.GetSecond())
+	}
+	if string(req.GetColumnFamilies().GetName()) != "r" || have["TTL"] != "3600" || have["COMPRESSION"] != "SNAPPY" {
+		t.Fatalf("family %v", req.GetColumnFamilies())
+	}
+	if _, ok := call.Response.(*pb.AddColumnResponse); !ok {
+		t.Fatalf("response %T", call.Response)
+	}
+	if _, err := NewAddColumnCall("tbl", Family{}, 0, 0); err == nil {
+		t.Fatal("a family without a name: no error")
+	}
+}

@@ -109,6 +109,17 @@ const (
 	CallTimeout = pkgIPC + "CallTimeoutException"
 )
 
+// Class names of the master's answers to schema changes.
+const (
+	// InvalidFamilyOperation answers AddColumn of a family the table has,
+	// and ModifyColumn of one it has not.
+	InvalidFamilyOperation = pkgHBase + "InvalidFamilyOperationException"
+	// ConcurrentTableModification answers a schema change whose table
+	// descriptor another change replaced between the master's check and its
+	// procedure ("Please retry").
+	ConcurrentTableModification = pkgHBase + "ConcurrentTableModificationException"
+)
+
 var kinds = map[string]Kind{
 	NotServingRegion:                                   Relocate,
 	RegionMoved:                                        Relocate,

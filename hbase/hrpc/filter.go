@@ -98,6 +98,19 @@ func (FirstKeyOnlyFilter) FilterProto() (*pb.Filter, error) {
 	return wrapFilter("FirstKeyOnlyFilter", &pb.FirstKeyOnlyFilter{})
 }
 
+// MultipleColumnPrefixFilter keeps the cells whose qualifier starts with
+// one of the prefixes, seeking over the qualifiers between them. The
+// server sorts the prefixes and refuses duplicates; it tests a qualifier
+// against the greatest prefix not above it only, so none may be a prefix
+// of another.
+type MultipleColumnPrefixFilter struct {
+	Prefixes [][]byte
+}
+
+func (f MultipleColumnPrefixFilter) FilterProto() (*pb.Filter, error) {
+	return wrapFilter("MultipleColumnPrefixFilter", &pb.MultipleColumnPrefixFilter{SortedPrefixes: f.Prefixes})
+}
+
 // PrefixFilter keeps the rows whose key starts with Prefix.
 type PrefixFilter struct {
 	Prefix []byte

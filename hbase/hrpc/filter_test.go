@@ -53,3 +53,26 @@ func TestFilterSerialization(t *testing.T) {
 		t.Error("fuzzy mask byte 2 accepted")
 	}
 }
+
+func TestMultipleColumnPrefixFilter(t *testing.T) {
+	f := MultipleColumnPrefixFilter{Prefixes: [][]byte{[]byte("r\x00\x01"), []byte("r\x00\xff"), {0xff}}}
+	p, err := f.FilterProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.GetName() != "org.apache.hadoop.hbase.filter.MultipleColumnPrefixFilter" {
+		t.Fatalf("name %q", p.GetName())
+	}
+	// repeated bytes sorted_prefixes = 1: tag 0x0a, length, bytes, in order.
+	want := []byte{0x0a, 3, 'r', 0, 1, 0x0a, 3, 'r', 0, 0xff, 0x0a, 1, 0xff}
+	if got := p.GetSerializedFilter(); string(got) != string(want) {
+		t.Fatalf("serialized % x, want % x", got, want)
+	}
+	var m pb.MultipleColumnPrefixFilter
+	if err := proto.Unmarshal(p.GetSerializedFilter(), &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.GetSortedPrefixes()) != 3 || string(m.GetSortedPrefixes()[2]) != "\xff" {
+		t.Errorf("%v", &m)
+	}
+}

@@ -360,6 +360,50 @@ func (x *KeyOnlyFilter) GetLenAsVal() bool {
 	return false
 }
 
+type MultipleColumnPrefixFilter struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	SortedPrefixes [][]byte               `protobuf:"bytes,1,rep,name=sorted_prefixes,json=sortedPrefixes" json:"sorted_prefixes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *MultipleColumnPrefixFilter) Reset() {
+	*x = MultipleColumnPrefixFilter{}
+	mi := &file_Filter_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MultipleColumnPrefixFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MultipleColumnPrefixFilter) ProtoMessage() {}
+
+func (x *MultipleColumnPrefixFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_Filter_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MultipleColumnPrefixFilter.ProtoReflect.Descriptor instead.
+func (*MultipleColumnPrefixFilter) Descriptor() ([]byte, []int) {
+	return file_Filter_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *MultipleColumnPrefixFilter) GetSortedPrefixes() [][]byte {
+	if x != nil {
+		return x.SortedPrefixes
+	}
+	return nil
+}
+
 type PrefixFilter struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Prefix        []byte                 `protobuf:"bytes,1,opt,name=prefix" json:"prefix,omitempty"`
@@ -369,7 +413,7 @@ type PrefixFilter struct {
 
 func (x *PrefixFilter) Reset() {
 	*x = PrefixFilter{}
-	mi := &file_Filter_proto_msgTypes[6]
+	mi := &file_Filter_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -381,7 +425,7 @@ func (x *PrefixFilter) String() string {
 func (*PrefixFilter) ProtoMessage() {}
 
 func (x *PrefixFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_Filter_proto_msgTypes[6]
+	mi := &file_Filter_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -394,7 +438,7 @@ func (x *PrefixFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrefixFilter.ProtoReflect.Descriptor instead.
 func (*PrefixFilter) Descriptor() ([]byte, []int) {
-	return file_Filter_proto_rawDescGZIP(), []int{6}
+	return file_Filter_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PrefixFilter) GetPrefix() []byte {
@@ -413,7 +457,7 @@ type RowFilter struct {
 
 func (x *RowFilter) Reset() {
 	*x = RowFilter{}
-	mi := &file_Filter_proto_msgTypes[7]
+	mi := &file_Filter_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -425,7 +469,7 @@ func (x *RowFilter) String() string {
 func (*RowFilter) ProtoMessage() {}
 
 func (x *RowFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_Filter_proto_msgTypes[7]
+	mi := &file_Filter_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -438,7 +482,7 @@ func (x *RowFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowFilter.ProtoReflect.Descriptor instead.
 func (*RowFilter) Descriptor() ([]byte, []int) {
-	return file_Filter_proto_rawDescGZIP(), []int{7}
+	return file_Filter_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RowFilter) GetCompareFilter() *CompareFilter {
@@ -460,7 +504,7 @@ type RowRange struct {
 
 func (x *RowRange) Reset() {
 	*x = RowRange{}
-	mi := &file_Filter_proto_msgTypes[8]
+	mi := &file_Filter_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -472,7 +516,7 @@ func (x *RowRange) String() string {
 func (*RowRange) ProtoMessage() {}
 
 func (x *RowRange) ProtoReflect() protoreflect.Message {
-	mi := &file_Filter_proto_msgTypes[8]
+	mi := &file_Filter_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -485,7 +529,7 @@ func (x *RowRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowRange.ProtoReflect.Descriptor instead.
 func (*RowRange) Descriptor() ([]byte, []int) {
-	return file_Filter_proto_rawDescGZIP(), []int{8}
+	return file_Filter_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RowRange) GetStartRow() []byte {
@@ -525,7 +569,7 @@ type MultiRowRangeFilter struct {
 
 func (x *MultiRowRangeFilter) Reset() {
 	*x = MultiRowRangeFilter{}
-	mi := &file_Filter_proto_msgTypes[9]
+	mi := &file_Filter_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -537,7 +581,7 @@ func (x *MultiRowRangeFilter) String() string {
 func (*MultiRowRangeFilter) ProtoMessage() {}
 
 func (x *MultiRowRangeFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_Filter_proto_msgTypes[9]
+	mi := &file_Filter_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -550,7 +594,7 @@ func (x *MultiRowRangeFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MultiRowRangeFilter.ProtoReflect.Descriptor instead.
 func (*MultiRowRangeFilter) Descriptor() ([]byte, []int) {
-	return file_Filter_proto_rawDescGZIP(), []int{9}
+	return file_Filter_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MultiRowRangeFilter) GetRowRangeList() []*RowRange {
@@ -586,7 +630,9 @@ const file_Filter_proto_rawDesc = "" +
 	"\x0ffuzzy_keys_data\x18\x01 \x03(\v2\x18.hbase.pb.BytesBytesPairR\rfuzzyKeysData\"-\n" +
 	"\rKeyOnlyFilter\x12\x1c\n" +
 	"\n" +
-	"len_as_val\x18\x01 \x02(\bR\blenAsVal\"&\n" +
+	"len_as_val\x18\x01 \x02(\bR\blenAsVal\"E\n" +
+	"\x1aMultipleColumnPrefixFilter\x12'\n" +
+	"\x0fsorted_prefixes\x18\x01 \x03(\fR\x0esortedPrefixes\"&\n" +
 	"\fPrefixFilter\x12\x16\n" +
 	"\x06prefix\x18\x01 \x01(\fR\x06prefix\"K\n" +
 	"\tRowFilter\x12>\n" +
@@ -612,31 +658,32 @@ func file_Filter_proto_rawDescGZIP() []byte {
 }
 
 var file_Filter_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_Filter_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_Filter_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_Filter_proto_goTypes = []any{
-	(FilterList_Operator)(0),    // 0: hbase.pb.FilterList.Operator
-	(*Filter)(nil),              // 1: hbase.pb.Filter
-	(*CompareFilter)(nil),       // 2: hbase.pb.CompareFilter
-	(*FilterList)(nil),          // 3: hbase.pb.FilterList
-	(*FirstKeyOnlyFilter)(nil),  // 4: hbase.pb.FirstKeyOnlyFilter
-	(*FuzzyRowFilter)(nil),      // 5: hbase.pb.FuzzyRowFilter
-	(*KeyOnlyFilter)(nil),       // 6: hbase.pb.KeyOnlyFilter
-	(*PrefixFilter)(nil),        // 7: hbase.pb.PrefixFilter
-	(*RowFilter)(nil),           // 8: hbase.pb.RowFilter
-	(*RowRange)(nil),            // 9: hbase.pb.RowRange
-	(*MultiRowRangeFilter)(nil), // 10: hbase.pb.MultiRowRangeFilter
-	(CompareType)(0),            // 11: hbase.pb.CompareType
-	(*Comparator)(nil),          // 12: hbase.pb.Comparator
-	(*BytesBytesPair)(nil),      // 13: hbase.pb.BytesBytesPair
+	(FilterList_Operator)(0),           // 0: hbase.pb.FilterList.Operator
+	(*Filter)(nil),                     // 1: hbase.pb.Filter
+	(*CompareFilter)(nil),              // 2: hbase.pb.CompareFilter
+	(*FilterList)(nil),                 // 3: hbase.pb.FilterList
+	(*FirstKeyOnlyFilter)(nil),         // 4: hbase.pb.FirstKeyOnlyFilter
+	(*FuzzyRowFilter)(nil),             // 5: hbase.pb.FuzzyRowFilter
+	(*KeyOnlyFilter)(nil),              // 6: hbase.pb.KeyOnlyFilter
+	(*MultipleColumnPrefixFilter)(nil), // 7: hbase.pb.MultipleColumnPrefixFilter
+	(*PrefixFilter)(nil),               // 8: hbase.pb.PrefixFilter
+	(*RowFilter)(nil),                  // 9: hbase.pb.RowFilter
+	(*RowRange)(nil),                   // 10: hbase.pb.RowRange
+	(*MultiRowRangeFilter)(nil),        // 11: hbase.pb.MultiRowRangeFilter
+	(CompareType)(0),                   // 12: hbase.pb.CompareType
+	(*Comparator)(nil),                 // 13: hbase.pb.Comparator
+	(*BytesBytesPair)(nil),             // 14: hbase.pb.BytesBytesPair
 }
 var file_Filter_proto_depIdxs = []int32{
-	11, // 0: hbase.pb.CompareFilter.compare_op:type_name -> hbase.pb.CompareType
-	12, // 1: hbase.pb.CompareFilter.comparator:type_name -> hbase.pb.Comparator
+	12, // 0: hbase.pb.CompareFilter.compare_op:type_name -> hbase.pb.CompareType
+	13, // 1: hbase.pb.CompareFilter.comparator:type_name -> hbase.pb.Comparator
 	0,  // 2: hbase.pb.FilterList.operator:type_name -> hbase.pb.FilterList.Operator
 	1,  // 3: hbase.pb.FilterList.filters:type_name -> hbase.pb.Filter
-	13, // 4: hbase.pb.FuzzyRowFilter.fuzzy_keys_data:type_name -> hbase.pb.BytesBytesPair
+	14, // 4: hbase.pb.FuzzyRowFilter.fuzzy_keys_data:type_name -> hbase.pb.BytesBytesPair
 	2,  // 5: hbase.pb.RowFilter.compare_filter:type_name -> hbase.pb.CompareFilter
-	9,  // 6: hbase.pb.MultiRowRangeFilter.row_range_list:type_name -> hbase.pb.RowRange
+	10, // 6: hbase.pb.MultiRowRangeFilter.row_range_list:type_name -> hbase.pb.RowRange
 	7,  // [7:7] is the sub-list for method output_type
 	7,  // [7:7] is the sub-list for method input_type
 	7,  // [7:7] is the sub-list for extension type_name
@@ -657,7 +704,7 @@ func file_Filter_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_Filter_proto_rawDesc), len(file_Filter_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

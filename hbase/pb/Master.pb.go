@@ -80,7 +80,7 @@ func (x *GetProcedureResultResponse_State) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use GetProcedureResultResponse_State.Descriptor instead.
 func (GetProcedureResultResponse_State) EnumDescriptor() ([]byte, []int) {
-	return file_Master_proto_rawDescGZIP(), []int{17, 0}
+	return file_Master_proto_rawDescGZIP(), []int{19, 0}
 }
 
 type MoveRegionRequest struct {
@@ -627,6 +627,124 @@ func (x *DisableTableResponse) GetProcId() uint64 {
 	return 0
 }
 
+type AddColumnRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	TableName      *TableName             `protobuf:"bytes,1,req,name=table_name,json=tableName" json:"table_name,omitempty"`
+	ColumnFamilies *ColumnFamilySchema    `protobuf:"bytes,2,req,name=column_families,json=columnFamilies" json:"column_families,omitempty"`
+	NonceGroup     *uint64                `protobuf:"varint,3,opt,name=nonce_group,json=nonceGroup,def=0" json:"nonce_group,omitempty"`
+	Nonce          *uint64                `protobuf:"varint,4,opt,name=nonce,def=0" json:"nonce,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+// Default values for AddColumnRequest fields.
+const (
+	Default_AddColumnRequest_NonceGroup = uint64(0)
+	Default_AddColumnRequest_Nonce      = uint64(0)
+)
+
+func (x *AddColumnRequest) Reset() {
+	*x = AddColumnRequest{}
+	mi := &file_Master_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddColumnRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddColumnRequest) ProtoMessage() {}
+
+func (x *AddColumnRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_Master_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddColumnRequest.ProtoReflect.Descriptor instead.
+func (*AddColumnRequest) Descriptor() ([]byte, []int) {
+	return file_Master_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *AddColumnRequest) GetTableName() *TableName {
+	if x != nil {
+		return x.TableName
+	}
+	return nil
+}
+
+func (x *AddColumnRequest) GetColumnFamilies() *ColumnFamilySchema {
+	if x != nil {
+		return x.ColumnFamilies
+	}
+	return nil
+}
+
+func (x *AddColumnRequest) GetNonceGroup() uint64 {
+	if x != nil && x.NonceGroup != nil {
+		return *x.NonceGroup
+	}
+	return Default_AddColumnRequest_NonceGroup
+}
+
+func (x *AddColumnRequest) GetNonce() uint64 {
+	if x != nil && x.Nonce != nil {
+		return *x.Nonce
+	}
+	return Default_AddColumnRequest_Nonce
+}
+
+type AddColumnResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProcId        *uint64                `protobuf:"varint,1,opt,name=proc_id,json=procId" json:"proc_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddColumnResponse) Reset() {
+	*x = AddColumnResponse{}
+	mi := &file_Master_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddColumnResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddColumnResponse) ProtoMessage() {}
+
+func (x *AddColumnResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_Master_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddColumnResponse.ProtoReflect.Descriptor instead.
+func (*AddColumnResponse) Descriptor() ([]byte, []int) {
+	return file_Master_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AddColumnResponse) GetProcId() uint64 {
+	if x != nil && x.ProcId != nil {
+		return *x.ProcId
+	}
+	return 0
+}
+
 type ModifyColumnRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	TableName      *TableName             `protobuf:"bytes,1,req,name=table_name,json=tableName" json:"table_name,omitempty"`
@@ -645,7 +763,7 @@ const (
 
 func (x *ModifyColumnRequest) Reset() {
 	*x = ModifyColumnRequest{}
-	mi := &file_Master_proto_msgTypes[10]
+	mi := &file_Master_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +775,7 @@ func (x *ModifyColumnRequest) String() string {
 func (*ModifyColumnRequest) ProtoMessage() {}
 
 func (x *ModifyColumnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_Master_proto_msgTypes[10]
+	mi := &file_Master_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +788,7 @@ func (x *ModifyColumnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyColumnRequest.ProtoReflect.Descriptor instead.
 func (*ModifyColumnRequest) Descriptor() ([]byte, []int) {
-	return file_Master_proto_rawDescGZIP(), []int{10}
+	return file_Master_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ModifyColumnRequest) GetTableName() *TableName {
@@ -710,7 +828,7 @@ type ModifyColumnResponse struct {
 
 func (x *ModifyColumnResponse) Reset() {
 	*x = ModifyColumnResponse{}
-	mi := &file_Master_proto_msgTypes[11]
+	mi := &file_Master_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -722,7 +840,7 @@ func (x *ModifyColumnResponse) String() string {
 func (*ModifyColumnResponse) ProtoMessage() {}
 
 func (x *ModifyColumnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_Master_proto_msgTypes[11]
+	mi := &file_Master_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -735,7 +853,7 @@ func (x *ModifyColumnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyColumnResponse.ProtoReflect.Descriptor instead.
 func (*ModifyColumnResponse) Descriptor() ([]byte, []int) {
-	return file_Master_proto_rawDescGZIP(), []int{11}
+	return file_Master_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ModifyColumnResponse) GetProcId() uint64 {
@@ -762,7 +880,7 @@ const (
 
 func (x *GetTableDescriptorsRequest) Reset() {
 	*x = GetTableDescriptorsRequest{}
-	mi := &file_Master_proto_msgTypes[12]
+	mi := &file_Master_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -774,7 +892,7 @@ func (x *GetTableDescriptorsRequest) String() string {
 func (*GetTableDescriptorsRequest) ProtoMessage() {}
 
 func (x *GetTableDescriptorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_Master_proto_msgTypes[12]
+	mi := &file_Master_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -787,7 +905,7 @@ func (x *GetTableDescriptorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTableDescriptorsRequest.ProtoReflect.Descriptor instead.
 func (*GetTableDescriptorsRequest) Descriptor() ([]byte, []int) {
-	return file_Master_proto_rawDescGZIP(), []int{12}
+	return file_Master_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetTableDescriptorsRequest) GetTableNames() []*TableName {
@@ -827,7 +945,7 @@ type GetTableDescriptorsResponse struct {
 
 func (x *GetTableDescriptorsResponse) Reset() {
 	*x = GetTableDescriptorsResponse{}
-	mi := &file_Master_proto_msgTypes[13]
+	mi := &file_Master_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +957,7 @@ func (x *GetTableDescriptorsResponse) String() string {
 func (*GetTableDescriptorsResponse) ProtoMessage() {}
 
 func (x *GetTableDescriptorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_Master_proto_msgTypes[13]
+	mi := &file_Master_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +970,7 @@ func (x *GetTableDescriptorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTableDescriptorsResponse.ProtoReflect.Descriptor instead.
 func (*GetTableDescriptorsResponse) Descriptor() ([]byte, []int) {
-	return file_Master_proto_rawDescGZIP(), []int{13}
+	return file_Master_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetTableDescriptorsResponse) GetTableSchema() []*TableSchema {
@@ -871,7 +989,7 @@ type GetTableStateRequest struct {
 
 func (x *GetTableStateRequest) Reset() {
 	*x = GetTableStateRequest{}
-	mi := &file_Master_proto_msgTypes[14]
+	mi := &file_Master_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -883,7 +1001,7 @@ func (x *GetTableStateRequest) String() string {
 func (*GetTableStateRequest) ProtoMessage() {}
 
 func (x *GetTableStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_Master_proto_msgTypes[14]
+	mi := &file_Master_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -896,7 +1014,7 @@ func (x *GetTableStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTableStateRequest.ProtoReflect.Descriptor instead.
 func (*GetTableStateRequest) Descriptor() ([]byte, []int) {
-	return file_Master_proto_rawDescGZIP(), []int{14}
+	return file_Master_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetTableStateRequest) GetTableName() *TableName {
@@ -915,7 +1033,7 @@ type GetTableStateResponse struct {
 
 func (x *GetTableStateResponse) Reset() {
 	*x = GetTableStateResponse{}
-	mi := &file_Master_proto_msgTypes[15]
+	mi := &file_Master_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -927,7 +1045,7 @@ func (x *GetTableStateResponse) String() string {
 func (*GetTableStateResponse) ProtoMessage() {}
 
 func (x *GetTableStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_Master_proto_msgTypes[15]
+	mi := &file_Master_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -940,7 +1058,7 @@ func (x *GetTableStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTableStateResponse.ProtoReflect.Descriptor instead.
 func (*GetTableStateResponse) Descriptor() ([]byte, []int) {
-	return file_Master_proto_rawDescGZIP(), []int{15}
+	return file_Master_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetTableStateResponse) GetTableState() *TableState {
@@ -959,7 +1077,7 @@ type GetProcedureResultRequest struct {
 
 func (x *GetProcedureResultRequest) Reset() {
 	*x = GetProcedureResultRequest{}
-	mi := &file_Master_proto_msgTypes[16]
+	mi := &file_Master_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1089,7 @@ func (x *GetProcedureResultRequest) String() string {
 func (*GetProcedureResultRequest) ProtoMessage() {}
 
 func (x *GetProcedureResultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_Master_proto_msgTypes[16]
+	mi := &file_Master_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1102,7 @@ func (x *GetProcedureResultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProcedureResultRequest.ProtoReflect.Descriptor instead.
 func (*GetProcedureResultRequest) Descriptor() ([]byte, []int) {
-	return file_Master_proto_rawDescGZIP(), []int{16}
+	return file_Master_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetProcedureResultRequest) GetProcId() uint64 {
@@ -1007,7 +1125,7 @@ type GetProcedureResultResponse struct {
 
 func (x *GetProcedureResultResponse) Reset() {
 	*x = GetProcedureResultResponse{}
-	mi := &file_Master_proto_msgTypes[17]
+	mi := &file_Master_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1137,7 @@ func (x *GetProcedureResultResponse) String() string {
 func (*GetProcedureResultResponse) ProtoMessage() {}
 
 func (x *GetProcedureResultResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_Master_proto_msgTypes[17]
+	mi := &file_Master_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1150,7 @@ func (x *GetProcedureResultResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProcedureResultResponse.ProtoReflect.Descriptor instead.
 func (*GetProcedureResultResponse) Descriptor() ([]byte, []int) {
-	return file_Master_proto_rawDescGZIP(), []int{17}
+	return file_Master_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetProcedureResultResponse) GetState() GetProcedureResultResponse_State {
@@ -1085,7 +1203,7 @@ const (
 
 func (x *AssignRegionRequest) Reset() {
 	*x = AssignRegionRequest{}
-	mi := &file_Master_proto_msgTypes[18]
+	mi := &file_Master_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1215,7 @@ func (x *AssignRegionRequest) String() string {
 func (*AssignRegionRequest) ProtoMessage() {}
 
 func (x *AssignRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_Master_proto_msgTypes[18]
+	mi := &file_Master_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1228,7 @@ func (x *AssignRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignRegionRequest.ProtoReflect.Descriptor instead.
 func (*AssignRegionRequest) Descriptor() ([]byte, []int) {
-	return file_Master_proto_rawDescGZIP(), []int{18}
+	return file_Master_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AssignRegionRequest) GetRegion() *RegionSpecifier {
@@ -1135,7 +1253,7 @@ type AssignRegionResponse struct {
 
 func (x *AssignRegionResponse) Reset() {
 	*x = AssignRegionResponse{}
-	mi := &file_Master_proto_msgTypes[19]
+	mi := &file_Master_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1147,7 +1265,7 @@ func (x *AssignRegionResponse) String() string {
 func (*AssignRegionResponse) ProtoMessage() {}
 
 func (x *AssignRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_Master_proto_msgTypes[19]
+	mi := &file_Master_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1160,7 +1278,7 @@ func (x *AssignRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignRegionResponse.ProtoReflect.Descriptor instead.
 func (*AssignRegionResponse) Descriptor() ([]byte, []int) {
-	return file_Master_proto_rawDescGZIP(), []int{19}
+	return file_Master_proto_rawDescGZIP(), []int{21}
 }
 
 type UnassignRegionRequest struct {
@@ -1178,7 +1296,7 @@ const (
 
 func (x *UnassignRegionRequest) Reset() {
 	*x = UnassignRegionRequest{}
-	mi := &file_Master_proto_msgTypes[20]
+	mi := &file_Master_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1308,7 @@ func (x *UnassignRegionRequest) String() string {
 func (*UnassignRegionRequest) ProtoMessage() {}
 
 func (x *UnassignRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_Master_proto_msgTypes[20]
+	mi := &file_Master_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1321,7 @@ func (x *UnassignRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnassignRegionRequest.ProtoReflect.Descriptor instead.
 func (*UnassignRegionRequest) Descriptor() ([]byte, []int) {
-	return file_Master_proto_rawDescGZIP(), []int{20}
+	return file_Master_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *UnassignRegionRequest) GetRegion() *RegionSpecifier {
@@ -1228,7 +1346,7 @@ type UnassignRegionResponse struct {
 
 func (x *UnassignRegionResponse) Reset() {
 	*x = UnassignRegionResponse{}
-	mi := &file_Master_proto_msgTypes[21]
+	mi := &file_Master_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1240,7 +1358,7 @@ func (x *UnassignRegionResponse) String() string {
 func (*UnassignRegionResponse) ProtoMessage() {}
 
 func (x *UnassignRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_Master_proto_msgTypes[21]
+	mi := &file_Master_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1253,7 +1371,7 @@ func (x *UnassignRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnassignRegionResponse.ProtoReflect.Descriptor instead.
 func (*UnassignRegionResponse) Descriptor() ([]byte, []int) {
-	return file_Master_proto_rawDescGZIP(), []int{21}
+	return file_Master_proto_rawDescGZIP(), []int{23}
 }
 
 var File_Master_proto protoreflect.FileDescriptor
@@ -1298,6 +1416,15 @@ const file_Master_proto_rawDesc = "" +
 	"nonceGroup\x12\x17\n" +
 	"\x05nonce\x18\x03 \x01(\x04:\x010R\x05nonce\"/\n" +
 	"\x14DisableTableResponse\x12\x17\n" +
+	"\aproc_id\x18\x01 \x01(\x04R\x06procId\"\xca\x01\n" +
+	"\x10AddColumnRequest\x122\n" +
+	"\n" +
+	"table_name\x18\x01 \x02(\v2\x13.hbase.pb.TableNameR\ttableName\x12E\n" +
+	"\x0fcolumn_families\x18\x02 \x02(\v2\x1c.hbase.pb.ColumnFamilySchemaR\x0ecolumnFamilies\x12\"\n" +
+	"\vnonce_group\x18\x03 \x01(\x04:\x010R\n" +
+	"nonceGroup\x12\x17\n" +
+	"\x05nonce\x18\x04 \x01(\x04:\x010R\x05nonce\",\n" +
+	"\x11AddColumnResponse\x12\x17\n" +
 	"\aproc_id\x18\x01 \x01(\x04R\x06procId\"\xcd\x01\n" +
 	"\x13ModifyColumnRequest\x122\n" +
 	"\n" +
@@ -1357,7 +1484,7 @@ func file_Master_proto_rawDescGZIP() []byte {
 }
 
 var file_Master_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_Master_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_Master_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_Master_proto_goTypes = []any{
 	(GetProcedureResultResponse_State)(0), // 0: hbase.pb.GetProcedureResultResponse.State
 	(*MoveRegionRequest)(nil),             // 1: hbase.pb.MoveRegionRequest
@@ -1370,49 +1497,53 @@ var file_Master_proto_goTypes = []any{
 	(*DeleteTableResponse)(nil),           // 8: hbase.pb.DeleteTableResponse
 	(*DisableTableRequest)(nil),           // 9: hbase.pb.DisableTableRequest
 	(*DisableTableResponse)(nil),          // 10: hbase.pb.DisableTableResponse
-	(*ModifyColumnRequest)(nil),           // 11: hbase.pb.ModifyColumnRequest
-	(*ModifyColumnResponse)(nil),          // 12: hbase.pb.ModifyColumnResponse
-	(*GetTableDescriptorsRequest)(nil),    // 13: hbase.pb.GetTableDescriptorsRequest
-	(*GetTableDescriptorsResponse)(nil),   // 14: hbase.pb.GetTableDescriptorsResponse
-	(*GetTableStateRequest)(nil),          // 15: hbase.pb.GetTableStateRequest
-	(*GetTableStateResponse)(nil),         // 16: hbase.pb.GetTableStateResponse
-	(*GetProcedureResultRequest)(nil),     // 17: hbase.pb.GetProcedureResultRequest
-	(*GetProcedureResultResponse)(nil),    // 18: hbase.pb.GetProcedureResultResponse
-	(*AssignRegionRequest)(nil),           // 19: hbase.pb.AssignRegionRequest
-	(*AssignRegionResponse)(nil),          // 20: hbase.pb.AssignRegionResponse
-	(*UnassignRegionRequest)(nil),         // 21: hbase.pb.UnassignRegionRequest
-	(*UnassignRegionResponse)(nil),        // 22: hbase.pb.UnassignRegionResponse
-	(*RegionSpecifier)(nil),               // 23: hbase.pb.RegionSpecifier
-	(*ServerName)(nil),                    // 24: hbase.pb.ServerName
-	(*RegionInfo)(nil),                    // 25: hbase.pb.RegionInfo
-	(*TableSchema)(nil),                   // 26: hbase.pb.TableSchema
-	(*TableName)(nil),                     // 27: hbase.pb.TableName
-	(*ColumnFamilySchema)(nil),            // 28: hbase.pb.ColumnFamilySchema
-	(*TableState)(nil),                    // 29: hbase.pb.TableState
-	(*ForeignExceptionMessage)(nil),       // 30: hbase.pb.ForeignExceptionMessage
+	(*AddColumnRequest)(nil),              // 11: hbase.pb.AddColumnRequest
+	(*AddColumnResponse)(nil),             // 12: hbase.pb.AddColumnResponse
+	(*ModifyColumnRequest)(nil),           // 13: hbase.pb.ModifyColumnRequest
+	(*ModifyColumnResponse)(nil),          // 14: hbase.pb.ModifyColumnResponse
+	(*GetTableDescriptorsRequest)(nil),    // 15: hbase.pb.GetTableDescriptorsRequest
+	(*GetTableDescriptorsResponse)(nil),   // 16: hbase.pb.GetTableDescriptorsResponse
+	(*GetTableStateRequest)(nil),          // 17: hbase.pb.GetTableStateRequest
+	(*GetTableStateResponse)(nil),         // 18: hbase.pb.GetTableStateResponse
+	(*GetProcedureResultRequest)(nil),     // 19: hbase.pb.GetProcedureResultRequest
+	(*GetProcedureResultResponse)(nil),    // 20: hbase.pb.GetProcedureResultResponse
+	(*AssignRegionRequest)(nil),           // 21: hbase.pb.AssignRegionRequest
+	(*AssignRegionResponse)(nil),          // 22: hbase.pb.AssignRegionResponse
+	(*UnassignRegionRequest)(nil),         // 23: hbase.pb.UnassignRegionRequest
+	(*UnassignRegionResponse)(nil),        // 24: hbase.pb.UnassignRegionResponse
+	(*RegionSpecifier)(nil),               // 25: hbase.pb.RegionSpecifier
+	(*ServerName)(nil),                    // 26: hbase.pb.ServerName
+	(*RegionInfo)(nil),                    // 27: hbase.pb.RegionInfo
+	(*TableSchema)(nil),                   // 28: hbase.pb.TableSchema
+	(*TableName)(nil),                     // 29: hbase.pb.TableName
+	(*ColumnFamilySchema)(nil),            // 30: hbase.pb.ColumnFamilySchema
+	(*TableState)(nil),                    // 31: hbase.pb.TableState
+	(*ForeignExceptionMessage)(nil),       // 32: hbase.pb.ForeignExceptionMessage
 }
 var file_Master_proto_depIdxs = []int32{
-	23, // 0: hbase.pb.MoveRegionRequest.region:type_name -> hbase.pb.RegionSpecifier
-	24, // 1: hbase.pb.MoveRegionRequest.dest_server_name:type_name -> hbase.pb.ServerName
-	25, // 2: hbase.pb.SplitTableRegionRequest.region_info:type_name -> hbase.pb.RegionInfo
-	26, // 3: hbase.pb.CreateTableRequest.table_schema:type_name -> hbase.pb.TableSchema
-	27, // 4: hbase.pb.DeleteTableRequest.table_name:type_name -> hbase.pb.TableName
-	27, // 5: hbase.pb.DisableTableRequest.table_name:type_name -> hbase.pb.TableName
-	27, // 6: hbase.pb.ModifyColumnRequest.table_name:type_name -> hbase.pb.TableName
-	28, // 7: hbase.pb.ModifyColumnRequest.column_families:type_name -> hbase.pb.ColumnFamilySchema
-	27, // 8: hbase.pb.GetTableDescriptorsRequest.table_names:type_name -> hbase.pb.TableName
-	26, // 9: hbase.pb.GetTableDescriptorsResponse.table_schema:type_name -> hbase.pb.TableSchema
-	27, // 10: hbase.pb.GetTableStateRequest.table_name:type_name -> hbase.pb.TableName
-	29, // 11: hbase.pb.GetTableStateResponse.table_state:type_name -> hbase.pb.TableState
-	0,  // 12: hbase.pb.GetProcedureResultResponse.state:type_name -> hbase.pb.GetProcedureResultResponse.State
-	30, // 13: hbase.pb.GetProcedureResultResponse.exception:type_name -> hbase.pb.ForeignExceptionMessage
-	23, // 14: hbase.pb.AssignRegionRequest.region:type_name -> hbase.pb.RegionSpecifier
-	23, // 15: hbase.pb.UnassignRegionRequest.region:type_name -> hbase.pb.RegionSpecifier
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	25, // 0: hbase.pb.MoveRegionRequest.region:type_name -> hbase.pb.RegionSpecifier
+	26, // 1: hbase.pb.MoveRegionRequest.dest_server_name:type_name -> hbase.pb.ServerName
+	27, // 2: hbase.pb.SplitTableRegionRequest.region_info:type_name -> hbase.pb.RegionInfo
+	28, // 3: hbase.pb.CreateTableRequest.table_schema:type_name -> hbase.pb.TableSchema
+	29, // 4: hbase.pb.DeleteTableRequest.table_name:type_name -> hbase.pb.TableName
+	29, // 5: hbase.pb.DisableTableRequest.table_name:type_name -> hbase.pb.TableName
+	29, // 6: hbase.pb.AddColumnRequest.table_name:type_name -> hbase.pb.TableName
+	30, // 7: hbase.pb.AddColumnRequest.column_families:type_name -> hbase.pb.ColumnFamilySchema
+	29, // 8: hbase.pb.ModifyColumnRequest.table_name:type_name -> hbase.pb.TableName
+	30, // 9: hbase.pb.ModifyColumnRequest.column_families:type_name -> hbase.pb.ColumnFamilySchema
+	29, // 10: hbase.pb.GetTableDescriptorsRequest.table_names:type_name -> hbase.pb.TableName
+	28, // 11: hbase.pb.GetTableDescriptorsResponse.table_schema:type_name -> hbase.pb.TableSchema
+	29, // 12: hbase.pb.GetTableStateRequest.table_name:type_name -> hbase.pb.TableName
+	31, // 13: hbase.pb.GetTableStateResponse.table_state:type_name -> hbase.pb.TableState
+	0,  // 14: hbase.pb.GetProcedureResultResponse.state:type_name -> hbase.pb.GetProcedureResultResponse.State
+	32, // 15: hbase.pb.GetProcedureResultResponse.exception:type_name -> hbase.pb.ForeignExceptionMessage
+	25, // 16: hbase.pb.AssignRegionRequest.region:type_name -> hbase.pb.RegionSpecifier
+	25, // 17: hbase.pb.UnassignRegionRequest.region:type_name -> hbase.pb.RegionSpecifier
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_Master_proto_init() }
@@ -1428,7 +1559,7 @@ func file_Master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_Master_proto_rawDesc), len(file_Master_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

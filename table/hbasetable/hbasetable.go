@@ -147,3 +147,19 @@ func (db *DB) AlterFamily(ctx context.Context, name string, fam table.FamilySpec
 	}
 	return nil
 }
+
+// AddFamily adds the family, with fam's attributes translated as
+// CreateTable's, and waits until every region has reopened with it.
+func (db *DB) AddFamily(ctx context.Context, name string, fam table.FamilySpec) error {
+	err := db.c.AddFamily(ctx, name, family(fam))
+	switch {
+	case hbase.IsTableNotFound(err):
+		return fmt.Errorf("hbasetable: add family %s to %s: %w", fam.Name, name, table.ErrTableNotFound)
+	case isClass(err, hrpc.InvalidFamilyOperation):
+		// What the master answers AddColumn of a family the table has.
+		return fmt.Errorf("hbasetable: add family %s to %s: %w (%v)", fam.Name, name, table.ErrFamilyExists, err)
+	case err != nil:
+		return fmt.Errorf("hbasetable: %w", err)
+	}
+	return nil
+}

@@ -2,7 +2,9 @@ package hbasetable
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -123,4 +125,75 @@ func saltedTable(t *testing.T, ctx context.Context, db *DB) table.Table {
 		t.Fatal(err)
 	}
 	return tb
+}
+
+// TestAddFamily adds a family with the data family's HBase attributes to a
+// table holding data: the descriptor has both families as asked, the old
+// cell stays, the new family takes cells, and a second add of it is
+// ErrFamilyExists.
+func TestAddFamily(t *testing.T) {
+	zk := hbasetest.ZK(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db, err := Open(ctx, Config{ZooKeeper: zk, ZKRoot: hbasetest.ZKRoot(), RPCTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() }) // after the table is dropped
+	tb := saltedTable(t, ctx, db)
+	name := tb.(*Table).name
+	ts := time.Now().UnixMilli()
+	old := table.Cell{Row: []byte{1, 'a'}, Family: "t", Qualifier: []byte("q"), Timestamp: ts, Value: []byte("before")}
+	if err := tb.Put(ctx, []table.Cell{old}); err != nil {
+		t.Fatal(err)
+	}
+	added := table.FamilySpec{Name: "r", TTL: 48 * time.Hour, Compression: "SNAPPY", DataBlockEncoding: "ROW_INDEX_V1",
+		BloomFilter: "ROW", NewVersionBehavior: true}
+	if err := db.AddFamily(ctx, name, added); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := db.Describe(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Families) != 2 || spec.Families[0].Name != "r" || spec.Families[1].Name != "t" {
+		t.Fatalf("Describe: %+v, want families r and t", spec.Families)
+	}
+	want := added
+	want.MaxVersions = 1 // what family() asks for when the spec leaves it 0
+	if got := spec.Families[0]; got != want {
+		t.Errorf("Describe: family %+v, want %+v", got, want)
+	}
+	if got := spec.Families[1]; got.TTL != 0 || got.Compression == "SNAPPY" || got.NewVersionBehavior {
+		t.Errorf("Describe: family t %+v changed", got)
+	}
+	// Cells in both families, in rows of several regions.
+	cells := []table.Cell{
+		{Row: []byte{1, 'a'}, Family: "r", Qualifier: []byte("x"), Timestamp: ts, Value: []byte("after")},
+		{Row: []byte{9, 'b'}, Family: "r", Qualifier: []byte("y"), Timestamp: ts, Value: []byte("r only")},
+		{Row: []byte{9, 'b'}, Family: "t", Qualifier: []byte("z"), Timestamp: ts, Value: []byte("and t")},
+	}
+	if err := tb.Put(ctx, cells); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tb.Get(ctx, "", [][]byte{{1, 'a'}, {9, 'b'}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := func(r table.Row) string {
+		var s []string
+		for _, c := range r.Cells {
+			s = append(s, fmt.Sprintf("%s:%s=%s", c.Family, c.Qualifier, c.Value))
+		}
+		return strings.Join(s, " ")
+	}
+	if got(rows[0]) != "r:x=after t:q=before" || got(rows[1]) != "r:y=r only t:z=and t" {
+		t.Errorf("Get after AddFamily: %q, %q", got(rows[0]), got(rows[1]))
+	}
+	if err := db.AddFamily(ctx, name, added); !errors.Is(err, table.ErrFamilyExists) {
+		t.Errorf("second AddFamily: %v, want ErrFamilyExists", err)
+	}
+	if err := db.AddFamily(ctx, name+"_absent", added); !errors.Is(err, table.ErrTableNotFound) {
+		t.Errorf("AddFamily to an absent table: %v, want ErrTableNotFound", err)
+	}
 }

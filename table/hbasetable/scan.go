@@ -11,9 +11,10 @@ import (
 )
 
 // Filter maps scan options to HBase's server-side filters: the key filter
-// to RowFilter (regex) and FuzzyRowFilter, KeyOnly to KeyOnlyFilter, all in
-// one MUST_PASS_ALL list. Nil when nothing filters. FirstCellOnly is no
-// filter (see Scan).
+// to RowFilter (regex) and FuzzyRowFilter, QualifierPrefixes to
+// MultipleColumnPrefixFilter, KeyOnly to KeyOnlyFilter, all in one
+// MUST_PASS_ALL list. Nil when nothing filters. FirstCellOnly is no filter
+// (see Scan).
 func Filter(opts *table.ScanOptions) hrpc.Filter {
 	var fs []hrpc.Filter
 	if len(opts.Ranges) > 0 {
@@ -30,6 +31,9 @@ func Filter(opts *table.ScanOptions) hrpc.Filter {
 		if len(f.Fuzzy) > 0 {
 			fs = append(fs, fuzzyFilter(f.Fuzzy))
 		}
+	}
+	if len(opts.QualifierPrefixes) > 0 {
+		fs = append(fs, hrpc.MultipleColumnPrefixFilter{Prefixes: opts.QualifierPrefixes})
 	}
 	if opts.KeyOnly {
 		fs = append(fs, hrpc.KeyOnlyFilter{})
@@ -82,6 +86,9 @@ func rangesFilter(ranges []table.RowRange) hrpc.Filter {
 // one scanner: from the first range's start to the last one's stop, a
 // MultiRowRangeFilter making the region server seek over the gaps.
 func (t *Table) Scan(ctx context.Context, opts table.ScanOptions) table.Scanner {
+	if err := table.CheckQualifierPrefixes(opts.QualifierPrefixes); err != nil {
+		return &scanner{err: fmt.Errorf("hbasetable: scan %s: %w", t.name, err)}
+	}
 	if n := len(opts.Ranges); n > 0 {
 		if err := table.CheckRanges(opts.Ranges); err != nil {
 			return &scanner{err: fmt.Errorf("hbasetable: scan %s: %w", t.name, err)}
@@ -97,7 +104,9 @@ func (t *Table) Scan(ctx context.Context, opts table.ScanOptions) table.Scanner 
 		// HBase resolves deletes on a NEW_VERSION_BEHAVIOR family, so the
 		// filter could stop at a deleted cell and hide the whole row (seen
 		// after the compactor deleted a row's raw cells). The scanner keeps
-		// the first cell of a row of several families.
+		// the first cell of a row of several families. The limit counts
+		// the cells the filters let through, so with QualifierPrefixes it
+		// is the first matching cell.
 		s.CellsPerFamily = 1
 	}
 	sc := t.c.Scan(ctx, t.name, s, hbase.ScanOptions{RowsPerCall: opts.RowsPerCall})

@@ -125,6 +125,14 @@ func BenchmarkScanRegex(b *testing.B) {
 	}}, 256)
 }
 
+// BenchmarkScanQualifierPrefixes reads 2 cells of each of 1000 rows of 100,
+// as a query reads the marks of its metrics from the compaction table.
+func BenchmarkScanQualifierPrefixes(b *testing.B) {
+	benchScan(b, table.ScanOptions{QualifierPrefixes: [][]byte{
+		binary.BigEndian.AppendUint32(nil, 17000), binary.BigEndian.AppendUint32(nil, 63000),
+	}}, 1000)
+}
+
 // BenchmarkGet fetches 100 rows of 100 cells by key.
 func BenchmarkGet(b *testing.B) {
 	tb := benchTable(b, Options{})

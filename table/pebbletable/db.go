@@ -59,14 +59,24 @@ var _ table.DB = (*DB)(nil)
 
 // tableRecord is a table's catalog entry.
 type tableRecord struct {
-	ID       uint32         `json:"id"`
+	ID uint32 `json:"id"`
+	// Families are in key byte order: CreateTable's sorted by name, then
+	// those AddFamily added, each with the next byte.
 	Families []familyRecord `json:"families"`
 }
 
 type familyRecord struct {
-	Name        string `json:"name"`
-	TTLMillis   int64  `json:"ttl_ms,omitempty"`
-	MaxVersions int    `json:"max_versions,omitempty"`
+	Name string `json:"name"`
+	// Index is the family's byte in cell keys, for good: an added family
+	// takes a byte no family had, the others keep theirs. Entries written
+	// before families could be added have none; theirs is the position in
+	// Families, sorted by name (see checkFamilies). Families stay in key
+	// byte order, so that a version without this field still finds each
+	// family's cells.
+	Index *int `json:"index,omitempty"`
+
+	TTLMillis   int64 `json:"ttl_ms,omitempty"`
+	MaxVersions int   `json:"max_versions,omitempty"`
 	// Recorded as asked, not applied (Pebble has no such notions), so that
 	// Describe answers what the table was created or altered with and a
 	// caller comparing specs sees no difference to mend.
@@ -77,13 +87,39 @@ type familyRecord struct {
 	NewVersionBehavior bool   `json:"new_version_behavior,omitempty"`
 }
 
-// newFamilyRecord is the catalog entry of a family spec.
-func newFamilyRecord(f table.FamilySpec) familyRecord {
+// newFamilyRecord is the catalog entry of a family spec, its key byte index.
+func newFamilyRecord(f table.FamilySpec, index int) familyRecord {
 	return familyRecord{
-		Name: f.Name, TTLMillis: f.TTL.Milliseconds(), MaxVersions: f.MaxVersions,
+		Name: f.Name, Index: &index, TTLMillis: f.TTL.Milliseconds(), MaxVersions: f.MaxVersions,
 		BloomFilter: f.BloomFilter, DataBlockEncoding: f.DataBlockEncoding, Compression: f.Compression,
 		InMemory: f.InMemory, NewVersionBehavior: f.NewVersionBehavior,
 	}
+}
+
+// index is the family's key byte; set on every entry checkFamilies passed.
+func (f familyRecord) index() int { return *f.Index }
+
+// checkFamilies gives the entries of rec that have no key byte index
+// (written before AddFamily existed) the one they had then, their position
+// in Families, and checks that no two families share a name or a byte.
+func checkFamilies(rec *tableRecord) error {
+	var names map[string]bool
+	var used [maxFamilies]bool
+	for i := range rec.Families {
+		f := &rec.Families[i]
+		if f.Index == nil {
+			f.Index = &i
+		}
+		if f.Name == "" || names[f.Name] || f.index() < 0 || f.index() >= maxFamilies || used[f.index()] {
+			return fmt.Errorf("family %q with key byte %d: empty, repeated or out of range", f.Name, f.index())
+		}
+		if names == nil {
+			names = map[string]bool{}
+		}
+		names[f.Name] = true
+		used[f.index()] = true
+	}
+	return nil
 }
 
 // spec is the family spec of a catalog entry.
@@ -148,6 +184,9 @@ func (db *DB) loadCatalog() error {
 		if err := json.Unmarshal(it.Value(), &rec); err != nil {
 			return fmt.Errorf("table catalog entry %q: %w", name, err)
 		}
+		if err := checkFamilies(&rec); err != nil {
+			return fmt.Errorf("table catalog entry %q: %w", name, err)
+		}
 		db.tables[name] = newTbl(db, name, rec)
 		db.nextID = max(db.nextID, rec.ID+1)
 	}
@@ -175,7 +214,7 @@ func (db *DB) CreateTable(ctx context.Context, spec table.TableSpec) error {
 	if spec.Name == "" {
 		return errors.New("create table: empty name")
 	}
-	if len(spec.Families) == 0 || len(spec.Families) > 256 {
+	if len(spec.Families) == 0 || len(spec.Families) > maxFamilies {
 		return fmt.Errorf("create table %q: %d families, want 1 to 256", spec.Name, len(spec.Families))
 	}
 	rec := tableRecord{Families: make([]familyRecord, 0, len(spec.Families))}
@@ -183,13 +222,15 @@ func (db *DB) CreateTable(ctx context.Context, spec table.TableSpec) error {
 		if f.Name == "" || f.TTL < 0 {
 			return fmt.Errorf("create table %q: invalid family %+v", spec.Name, f)
 		}
-		rec.Families = append(rec.Families, newFamilyRecord(f))
+		rec.Families = append(rec.Families, familyRecord{})
 	}
-	slices.SortFunc(rec.Families, func(a, b familyRecord) int { return cmpString(a.Name, b.Name) })
-	for i := 1; i < len(rec.Families); i++ {
-		if rec.Families[i].Name == rec.Families[i-1].Name {
-			return fmt.Errorf("create table %q: family %q given twice", spec.Name, rec.Families[i].Name)
+	// Key bytes in name order: a row's cells come out of Pebble sorted.
+	fams := slices.SortedFunc(slices.Values(spec.Families), func(a, b table.FamilySpec) int { return cmpString(a.Name, b.Name) })
+	for i, f := range fams {
+		if i > 0 && f.Name == fams[i-1].Name {
+			return fmt.Errorf("create table %q: family %q given twice", spec.Name, f.Name)
 		}
+		rec.Families[i] = newFamilyRecord(f, i)
 	}
 
 	db.mu.Lock()
@@ -198,11 +239,7 @@ func (db *DB) CreateTable(ctx context.Context, spec table.TableSpec) error {
 		return fmt.Errorf("create table %q: %w", spec.Name, table.ErrTableExists)
 	}
 	rec.ID = db.nextID
-	v, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("create table %q: %w", spec.Name, err)
-	}
-	if err := db.pdb.Set(appendCatalogKey(nil, spec.Name), v, pebble.Sync); err != nil {
+	if err := db.writeCatalog(spec.Name, rec); err != nil {
 		return fmt.Errorf("create table %q: %w", spec.Name, err)
 	}
 	db.nextID++

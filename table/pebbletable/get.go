@@ -28,7 +28,8 @@ func (t *tbl) Get(ctx context.Context, family string, keys [][]byte) ([]table.Ro
 		return nil, fmt.Errorf("get in %q: %w", t.name, err)
 	}
 	defer it.Close()
-	g := getter{t: t, it: it, cutoffs: t.cutoffs(nil, t.db.nowMillis())}
+	fs := t.fams.Load() // after the iterator: it knows every family the iterator sees
+	g := getter{t: t, it: it, fams: fs, cutoffs: t.cutoffs(nil, fs, t.db.nowMillis())}
 	rows := make([]table.Row, len(keys))
 	for i, key := range keys {
 		rows[i].Key = key
@@ -48,6 +49,7 @@ func (t *tbl) Get(ctx context.Context, family string, keys [][]byte) ([]table.Ro
 type getter struct {
 	t       *tbl
 	it      *pebble.Iterator
+	fams    *famSet
 	cutoffs []int64
 	prefix  []byte
 	scratch []table.Cell
@@ -63,6 +65,7 @@ func (g *getter) row(key []byte, fam int) ([]table.Cell, error) {
 		seek = append(g.prefix, byte(fam))
 	}
 	g.scratch = g.scratch[:0]
+	unsorted := false
 	for g.it.SeekGE(seek); g.it.Valid(); g.it.Next() {
 		k := g.it.Key()
 		if !bytes.HasPrefix(k, seek) {
@@ -76,13 +79,20 @@ func (g *getter) row(key []byte, fam int) ([]table.Cell, error) {
 			return nil, fmt.Errorf("corrupt cell value of %d bytes", len(v))
 		}
 		f := k[len(g.prefix)]
+		if int(f) >= len(g.cutoffs) || g.fams.names[f] == "" {
+			return nil, errFamilyByte(k)
+		}
 		ts := cellTimestamp(v)
 		if ts < g.cutoffs[f] {
 			continue
 		}
+		family := g.fams.names[f]
+		if n := len(g.scratch); n > 0 && family < g.scratch[n-1].Family {
+			unsorted = true
+		}
 		g.scratch = append(g.scratch, table.Cell{
 			Row:       key,
-			Family:    g.t.families[f],
+			Family:    family,
 			Qualifier: g.slab.bytes(k[len(g.prefix)+1:]),
 			Timestamp: ts,
 			Value:     g.slab.bytes(v[tsLen:]),
@@ -93,6 +103,9 @@ func (g *getter) row(key []byte, fam int) ([]table.Cell, error) {
 	}
 	if len(g.scratch) == 0 {
 		return nil, nil
+	}
+	if unsorted {
+		sortCells(g.scratch)
 	}
 	cells := g.slab.cells(len(g.scratch))
 	copy(cells, g.scratch)

@@ -17,9 +17,12 @@ import (
 // start of another) and preserves bytewise row order, also when one row is a
 // prefix of another: the shorter row's terminator 0x00 0x01 sorts before any
 // continuation, be it an escaped zero (0x00 0xFF) or a byte above 0x00. The
-// family index is the family's position in the table's families sorted by
-// name, so cells of a row come out sorted by (family name, qualifier). The
-// qualifier is last and therefore needs no escaping.
+// family index is fixed when the family is made and recorded in the catalog:
+// CreateTable numbers the families in name order, so cells of a row come out
+// sorted by (family name, qualifier); AddFamily gives the added family the
+// next free index, so existing keys keep their family, and reads of such a
+// table sort each row's cells by family. The qualifier is last and therefore
+// needs no escaping.
 const (
 	catalogPrefix = 0x00
 	catalogTable  = 'T'

@@ -97,8 +97,18 @@ func FuzzTableModel(f *testing.F) {
 				if op&4 != 0 {
 					opts.Family = fam(op >> 3)
 				}
-				if b := next(); b&1 != 0 {
+				b := next()
+				if b&1 != 0 {
 					opts.Start = []byte(key())
+				}
+				// Qualifiers are empty or one byte of the alphabet.
+				switch b >> 1 & 3 {
+				case 1:
+					opts.QualifierPrefixes = [][]byte{{0x01}, {0xFF}}
+				case 2:
+					opts.QualifierPrefixes = [][]byte{{'a'}}
+				case 3:
+					opts.QualifierPrefixes = [][]byte{{0x00}, {'a'}}
 				}
 				if b := next(); b&1 != 0 {
 					opts.Stop = []byte(key())
@@ -122,6 +132,9 @@ func checkModelScan(t *testing.T, tt table.Table, opts table.ScanOptions, model 
 			opts.Stop != nil && c.row >= string(opts.Stop),
 			opts.Family != "" && c.family != opts.Family,
 			opts.Filter != nil && !(len(c.row) >= 2 && c.row[1] == 'a'),
+			opts.QualifierPrefixes != nil && !slices.ContainsFunc(opts.QualifierPrefixes, func(p []byte) bool {
+				return strings.HasPrefix(c.qualifier, string(p))
+			}),
 			opts.FirstCellOnly && len(want) > 0 && want[len(want)-1].row == c.row:
 			continue
 		}

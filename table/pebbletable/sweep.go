@@ -134,7 +134,7 @@ func (db *DB) sweepable() []*tbl {
 // minTTL is the shortest TTL of the table's families (0: none has one).
 func (t *tbl) minTTL() time.Duration {
 	var m int64
-	for i := range t.ttls {
+	for i := range t.fams.Load().names {
 		if ttl := t.ttls[i].Load(); ttl > 0 && (m == 0 || ttl < m) {
 			m = ttl
 		}
@@ -150,12 +150,13 @@ func (t *tbl) sweep(ctx context.Context) (SweepStats, error) {
 		return st, err
 	}
 	now := t.db.nowMillis()
-	cutoffs := t.cutoffs(nil, now)
 	it, err := t.db.pdb.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: t.prefix, UpperBound: t.end})
 	if err != nil {
 		return st, fmt.Errorf("sweep %q: %w", t.name, err)
 	}
 	defer it.Close()
+	// After the iterator, as a scan (see tbl.fams).
+	cutoffs := t.cutoffs(nil, t.fams.Load(), now)
 	var run, points [][]byte // the current run of expired keys; keys to delete one by one
 	flushRun := func() error {
 		if len(run) >= minRangeRun {
@@ -189,6 +190,9 @@ func (t *tbl) sweep(ctx context.Context) (SweepStats, error) {
 		row, _, fam, _, ok = splitCellKey(row[:0], k[len(t.prefix):])
 		if !ok {
 			return st, fmt.Errorf("sweep %q: corrupt cell key %q", t.name, k)
+		}
+		if int(fam) >= len(cutoffs) {
+			return st, fmt.Errorf("sweep %q: %w", t.name, errFamilyByte(k))
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
@@ -233,11 +237,11 @@ func (t *tbl) deleteRange(ctx context.Context, first, last []byte, now int64) (S
 	end := append(bytes.Clone(last), 0) // the first key after last
 	t.db.locks.lock(allStripes)
 	defer t.db.locks.unlock(allStripes)
-	cutoffs := t.cutoffs(nil, now)
 	it, err := t.db.pdb.NewIter(&pebble.IterOptions{LowerBound: first, UpperBound: end})
 	if err != nil {
 		return st, false, fmt.Errorf("sweep %q: %w", t.name, err)
 	}
+	cutoffs := t.cutoffs(nil, t.fams.Load(), now)
 	var row []byte
 	n := 0
 	for it.First(); it.Valid(); it.Next() {
@@ -245,7 +249,7 @@ func (t *tbl) deleteRange(ctx context.Context, first, last []byte, now int64) (S
 		var fam byte
 		row, _, fam, _, _ = splitCellKey(row[:0], it.Key()[len(t.prefix):])
 		v, err := it.ValueAndErr()
-		if err != nil || len(v) < tsLen || cellTimestamp(v) >= cutoffs[fam] {
+		if err != nil || len(v) < tsLen || int(fam) >= len(cutoffs) || cellTimestamp(v) >= cutoffs[fam] {
 			st.Read += n
 			return st, false, errors.Join(err, it.Close())
 		}

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -14,17 +16,27 @@ import (
 	"github.com/prom-hbase/prom-hbase/table"
 )
 
+// maxFamilies is how many families a table can have: a family is one byte
+// of the cell key.
+const maxFamilies = 256
+
 // tbl is one table: a key range of the shared Pebble keyspace.
 type tbl struct {
-	db       *DB
-	name     string
-	id       uint32
-	prefix   []byte   // the table's key prefix
-	end      []byte   // the first key after the table
-	families []string // sorted; a family's index is its key byte
-	// ttls are per family, in milliseconds (0: forever). AlterFamily changes
-	// them while reads run: the retention horizon moves at once.
-	ttls []atomic.Int64
+	db     *DB
+	name   string
+	id     uint32
+	prefix []byte // the table's key prefix
+	end    []byte // the first key after the table
+	// fams maps family names to key bytes. AddFamily replaces it, so a read
+	// loads it once and decodes all its cells with that one: loaded after
+	// the read's Pebble iterator was created, it knows every family of the
+	// cells the iterator can see (a family is in the set before any write
+	// can name it).
+	fams atomic.Pointer[famSet]
+	// ttls are per family key byte, in milliseconds (0: forever).
+	// AlterFamily changes them while reads run: the retention horizon moves
+	// at once. A fixed array, so that AddFamily never has to move it.
+	ttls [maxFamilies]atomic.Int64
 	rec  tableRecord // the catalog entry; guarded by db.mu
 	// lastSweep is when the background sweeper last began a pass over the
 	// table, on the DB's clock; guarded by db.sweepMu.
@@ -34,33 +46,64 @@ type tbl struct {
 	ownerSweeps atomic.Bool
 }
 
+// famSet is a table's families as of one catalog entry; never modified.
+type famSet struct {
+	names []string // by key byte; "" for a byte no family has
+	// ordered is set when key byte order is name order, as for every table
+	// CreateTable made and no AddFamily changed: a row's cells then come
+	// out of Pebble in (family, qualifier) order. Otherwise a read of all
+	// families sorts each row's cells by family (see sortCells).
+	ordered bool
+}
+
+func newFamSet(rec tableRecord) *famSet {
+	fs := &famSet{ordered: true}
+	for _, f := range rec.Families {
+		i := f.index()
+		if i >= len(fs.names) {
+			fs.names = append(fs.names, make([]string, i+1-len(fs.names))...)
+		}
+		fs.names[i] = f.Name
+	}
+	prev := ""
+	for _, n := range fs.names {
+		if n == "" {
+			continue
+		}
+		if n < prev {
+			fs.ordered = false
+		}
+		prev = n
+	}
+	return fs
+}
+
 var _ table.Table = (*tbl)(nil)
 
 func newTbl(db *DB, name string, rec tableRecord) *tbl {
 	t := &tbl{db: db, name: name, id: rec.ID, prefix: appendTablePrefix(nil, rec.ID), rec: rec}
 	t.end = prefixSuccessor(t.prefix)
-	t.ttls = make([]atomic.Int64, len(rec.Families))
-	for i, f := range rec.Families {
-		t.families = append(t.families, f.Name)
-		t.ttls[i].Store(f.TTLMillis)
+	for _, f := range rec.Families {
+		t.ttls[f.index()].Store(f.TTLMillis)
 	}
+	t.fams.Store(newFamSet(rec))
 	return t
 }
 
 func (t *tbl) family(name string) (byte, error) {
 	// Tables have a handful of families: a linear search beats a map.
-	for i, f := range t.families {
-		if f == name {
+	for i, f := range t.fams.Load().names {
+		if f == name && f != "" {
 			return byte(i), nil
 		}
 	}
 	return 0, fmt.Errorf("table %q has no family %q", t.name, name)
 }
 
-// cutoffs returns, per family, the oldest visible timestamp.
-func (t *tbl) cutoffs(dst []int64, now int64) []int64 {
+// cutoffs returns, per family key byte of fs, the oldest visible timestamp.
+func (t *tbl) cutoffs(dst []int64, fs *famSet, now int64) []int64 {
 	dst = dst[:0]
-	for i := range t.ttls {
+	for i := range fs.names {
 		ttl := t.ttls[i].Load()
 		c := int64(-1 << 63)
 		if ttl > 0 {
@@ -74,6 +117,20 @@ func (t *tbl) cutoffs(dst []int64, now int64) []int64 {
 func (t *tbl) visible(family byte, ts, now int64) bool {
 	ttl := t.ttls[family].Load()
 	return ttl == 0 || ts >= now-ttl
+}
+
+// errFamilyByte reports a cell key whose family byte the table's families
+// (as the read loaded them) do not have.
+func errFamilyByte(key []byte) error {
+	return fmt.Errorf("corrupt cell key %q: no family has its family byte", key)
+}
+
+// sortCells sorts a row's cells by family name, keeping the qualifier
+// order within each family: for tables whose key byte order is not name
+// order (a family added after creation), where Pebble returns a row's
+// families in key byte order.
+func sortCells(cells []table.Cell) {
+	slices.SortStableFunc(cells, func(a, b table.Cell) int { return strings.Compare(a.Family, b.Family) })
 }
 
 // Put implements table.Table. The batch is synced to disk before it returns.

@@ -79,6 +79,13 @@ func (d *instrumentedDB) AlterFamily(ctx context.Context, name string, fam table
 	return err
 }
 
+func (d *instrumentedDB) AddFamily(ctx context.Context, name string, fam table.FamilySpec) error {
+	start := time.Now()
+	err := d.DB.AddFamily(ctx, name, fam)
+	d.m.op("add_family", name).observe(start, err)
+	return err
+}
+
 // op holds the children of one (op, table) pair, looked up once so the hot
 // path does no label hashing.
 type op struct {

@@ -2,6 +2,7 @@ package tablemetrics_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -119,6 +120,12 @@ func TestNewCalls(t *testing.T) {
 	if err := wrapped.AlterFamily(ctx, "m", table.FamilySpec{Name: "f", MaxVersions: 1}); err != nil {
 		t.Fatal(err)
 	}
+	if err := wrapped.AddFamily(ctx, "m", table.FamilySpec{Name: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wrapped.AddFamily(ctx, "m", table.FamilySpec{Name: "g"}); !errors.Is(err, table.ErrFamilyExists) {
+		t.Fatalf("AddFamily of a family the table has: %v, want ErrFamilyExists", err)
+	}
 	if _, err := wrapped.Describe(ctx, "absent"); err == nil {
 		t.Fatal("Describe of an absent table: no error")
 	}
@@ -131,6 +138,7 @@ func TestNewCalls(t *testing.T) {
 		{"describe", "m", 1, 0},
 		{"describe", "absent", 1, 1},
 		{"alter_family", "m", 1, 0},
+		{"add_family", "m", 2, 1},
 	} {
 		calls, errs := opCounts(t, reg, want.op, want.table)
 		if calls != want.calls || errs != want.errors {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,4 +112,105 @@ func testAlterFamily(t *testing.T, s *suite) {
 	if err := db.AlterFamily(ctx, s.tableName(t), altered); !errors.Is(err, table.ErrTableNotFound) {
 		t.Errorf("AlterFamily of an absent table: %v, want ErrTableNotFound", err)
 	}
+}
+
+func testAddFamily(t *testing.T, s *suite) {
+	// Family t first, then r added: r sorts before t, so a backend that
+	// numbers families must not renumber t, and must still return a row's
+	// cells in (family, qualifier) order.
+	spec := table.TableSpec{Name: s.tableName(t), Families: []table.FamilySpec{{Name: "t", BloomFilter: "ROW"}}}
+	db, tb := s.createTable(t, spec)
+	ctx := t.Context()
+	old := time.Now().Add(-72 * time.Hour).UnixMilli()
+	ts := recentTS()
+	before := []table.Cell{
+		cell("r1", "t", "q1", ts, "t before"),
+		cell("r2", "t", "a", ts, "t only"),
+		cell("r4", "t", "old", old, "t keeps old cells"),
+	}
+	put(t, tb, before...)
+
+	added := table.FamilySpec{Name: "r", TTL: 48 * time.Hour, BloomFilter: "ROW", NewVersionBehavior: true}
+	if err := db.AddFamily(ctx, spec.Name, added); err != nil {
+		t.Fatalf("AddFamily: %v", err)
+	}
+	got, err := db.Describe(ctx, spec.Name)
+	if err != nil {
+		t.Fatalf("Describe after AddFamily: %v", err)
+	}
+	checkDescribed(t, got, []table.FamilySpec{added, spec.Families[0]})
+	checkRows(t, "Get of the cells written before AddFamily", get(t, tb, "", []byte("r1"), []byte("r2"), []byte("r4")),
+		rowsOf(before...))
+
+	// The handle opened before AddFamily writes to the new family.
+	put(t, tb,
+		cell("r1", "r", "q2", ts, "r two"),
+		cell("r1", "r", "q0", ts, "r zero"),
+		cell("r3", "r", "x", ts, "r only"),
+		cell("r4", "r", "old", old, "expired by r's TTL"),
+		cell("r5", "r", "z", ts, "r then t"),
+		cell("r5", "t", "a", ts, "t after r"),
+	)
+	r1 := []table.Cell{cell("r1", "r", "q0", ts, "r zero"), cell("r1", "r", "q2", ts, "r two"), cell("r1", "t", "q1", ts, "t before")}
+	all := rowsOf(r1[0], r1[1], r1[2],
+		before[1],
+		cell("r3", "r", "x", ts, "r only"),
+		before[2],
+		cell("r5", "r", "z", ts, "r then t"), cell("r5", "t", "a", ts, "t after r"))
+	checkRows(t, "Get of both families", get(t, tb, "", []byte("r1")), rowsOf(r1...))
+	checkRows(t, "Scan of both families", scan(t, tb, table.ScanOptions{}), all)
+	checkRows(t, "Scan of family r", scan(t, tb, table.ScanOptions{Family: "r"}),
+		project(all, func(_ int, c table.Cell) bool { return c.Family == "r" }))
+	checkRows(t, "Scan of family t", scan(t, tb, table.ScanOptions{Family: "t"}),
+		project(all, func(_ int, c table.Cell) bool { return c.Family == "t" }))
+	checkRows(t, "FirstCellOnly scan", scan(t, tb, table.ScanOptions{FirstCellOnly: true, KeyOnly: true}),
+		keyOnly(project(all, func(i int, _ table.Cell) bool { return i == 0 })))
+	tb2, err := db.Table(ctx, spec.Name)
+	if err != nil {
+		t.Fatalf("Table after AddFamily: %v", err)
+	}
+	checkRows(t, "Scan through a new handle", scan(t, tb2, table.ScanOptions{}), all)
+
+	// Deleting family r of a row leaves t's cells.
+	if err := tb.Delete(ctx, []table.Cell{{Row: []byte("r1"), Family: "r"}}); err != nil {
+		t.Fatalf("Delete of family r: %v", err)
+	}
+	checkRows(t, "Get after deleting family r of the row", get(t, tb, "", []byte("r1")), rowsOf(r1[2]))
+
+	for _, f := range []table.FamilySpec{added, spec.Families[0]} {
+		if err := db.AddFamily(ctx, spec.Name, f); !errors.Is(err, table.ErrFamilyExists) {
+			t.Errorf("AddFamily(%q) of a family the table has: %v, want ErrFamilyExists", f.Name, err)
+		}
+	}
+	if err := db.AddFamily(ctx, s.tableName(t), added); !errors.Is(err, table.ErrTableNotFound) {
+		t.Errorf("AddFamily to an absent table: %v, want ErrTableNotFound", err)
+	}
+
+	// Racing adds of one family: one adds it, the others find it there
+	// (or add it too); none fails otherwise.
+	const racers = 3
+	errs := make([]error, racers)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { errs[i] = db.AddFamily(ctx, spec.Name, table.FamilySpec{Name: "s"}) })
+	}
+	wg.Wait()
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, table.ErrFamilyExists):
+			t.Errorf("racing AddFamily %d: %v, want nil or ErrFamilyExists", i, err)
+		}
+	}
+	if won == 0 {
+		t.Errorf("racing AddFamily: none added the family: %v", errs)
+	}
+	put(t, tb, cell("r6", "s", "q", ts, "s"))
+	checkRows(t, "Get of family s", get(t, tb, "s", []byte("r6")), rowsOf(cell("r6", "s", "q", ts, "s")))
+	if got, err = db.Describe(ctx, spec.Name); err != nil {
+		t.Fatalf("Describe after the race: %v", err)
+	}
+	checkDescribed(t, got, []table.FamilySpec{added, {Name: "s"}, spec.Families[0]})
 }

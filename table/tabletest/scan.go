@@ -17,19 +17,11 @@ const scanRows = 300
 // row000..row299, each with cells a:q1, a:q2 and b:q, and returns the rows as
 // a full scan must return them.
 func scanTable(t *testing.T, s *suite) (table.Table, []table.Row) {
-	db := s.newDB(t)
-	spec := table.TableSpec{
+	_, tb := s.createTable(t, table.TableSpec{
 		Name:      s.tableName(t),
 		Families:  []table.FamilySpec{{Name: famA}, {Name: famB}},
 		SplitKeys: [][]byte{[]byte("row100"), []byte("row2"), []byte("row2500")},
-	}
-	if err := db.CreateTable(t.Context(), spec); err != nil {
-		t.Fatalf("CreateTable(%q): %v", spec.Name, err)
-	}
-	tb, err := db.Table(t.Context(), spec.Name)
-	if err != nil {
-		t.Fatalf("Table(%q): %v", spec.Name, err)
-	}
+	})
 	ts := recentTS()
 	var cells []table.Cell
 	for i := scanRows - 1; i >= 0; i-- {

@@ -41,6 +41,8 @@ func Run(t *testing.T, newDB func(t testing.TB) table.DB) {
 		{"ScanCancel", testScanCancel},
 		{"ScanRanges", testScanRanges},
 		{"KeyFilter", testKeyFilter},
+		{"QualifierPrefixes", testQualifierPrefixes},
+		{"QualifierPrefixesAddedFamily", testQualifierPrefixesAddedFamily},
 		{"Increment", testIncrement},
 		{"CheckAndPut", testCheckAndPut},
 		{"CheckAndPutBatch", testCheckAndPutBatch},
@@ -50,6 +52,7 @@ func Run(t *testing.T, newDB func(t testing.TB) table.DB) {
 		{"TTL", testTTL},
 		{"Describe", testDescribe},
 		{"AlterFamily", testAlterFamily},
+		{"AddFamily", testAddFamily},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Tests run side by side: on HBase most of the time goes to waiting
