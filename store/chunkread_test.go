@@ -66,13 +66,13 @@ func compactHour(t testing.TB, s *Store, ls []labels.Label, samples []Sample) []
 	ctx := context.Background()
 	key := seriesRowKey(t, s, ls, samples[0].T)
 	hourMillis := samples[0].T / hour * hour
-	rows, err := s.data.Get(ctx, FamilyData, [][]byte{key})
+	rows, err := s.data.Get(ctx, "", [][]byte{key})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var del []table.Cell
 	for _, c := range rows[0].Cells {
-		del = append(del, table.Cell{Row: key, Family: FamilyData, Qualifier: c.Qualifier})
+		del = append(del, table.Cell{Row: key, Family: c.Family, Qualifier: c.Qualifier})
 	}
 	if len(del) > 0 {
 		if err := s.data.Delete(ctx, del); err != nil {

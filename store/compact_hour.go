@@ -37,7 +37,7 @@ func (c *Compactor) bucketHour(ctx context.Context, row table.Row, st *PassStats
 		switch {
 		case string(cell.Qualifier) == string(leaseQualifier):
 			leaseCell = cell
-		case len(cell.Qualifier) == qlen && cell.Qualifier[0] == markPrefix:
+		case len(cell.Qualifier) == qlen && (cell.Qualifier[0] == markPrefix || cell.Qualifier[0] == legacyMarkPrefix):
 			uid := beUint(cell.Qualifier[1 : 1+c.layout.MetricWidth])
 			i := slices.IndexFunc(metrics, func(m *metricMarks) bool { return m.uid == uid })
 			if i < 0 {
@@ -97,7 +97,9 @@ func (c *Compactor) compactMetric(ctx context.Context, l *lease, salt byte, metr
 	var rowErr error
 	start := r.Start
 	for {
-		rows, err := scanPage(ctx, c.data, table.ScanOptions{Start: start, Stop: r.Stop, Family: FamilyData}, c.cfg.BatchRows)
+		// Both families: raw cells wait in FamilyRaw, or in FamilyData
+		// when an earlier version wrote them.
+		rows, err := scanPage(ctx, c.data, table.ScanOptions{Start: start, Stop: r.Stop}, c.cfg.BatchRows)
 		if err != nil {
 			return fmt.Errorf("read hour rows: %w", err)
 		}

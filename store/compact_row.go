@@ -82,10 +82,16 @@ func (p *compactPlan) addRow(key []byte, hourMillis int64, cells []table.Cell) e
 	p.keptRaw = append(p.keptRaw[:0], make([]bool, len(p.keep))...)
 	for i := range cells {
 		c := &cells[i]
-		del := table.Cell{Row: key, Family: FamilyData, Qualifier: c.Qualifier, Timestamp: c.Timestamp}
+		del := table.Cell{Row: key, Family: c.Family, Qualifier: c.Qualifier, Timestamp: c.Timestamp}
 		if !cellcodec.IsChunkQualifier(c.Qualifier) {
-			if k, ok := p.kept(hourMillis, c.Qualifier); ok {
-				p.keptRaw[k] = true // it stays: no chunk holds its sample
+			// A sample no chunk holds stays a raw cell, in FamilyData: reads
+			// take FamilyRaw only while a mark lists the row's hour, and the
+			// mark goes after this pass. One in FamilyRaw moves there
+			// (putKeptFromChunks writes it). One in FamilyData stays, and is
+			// overwritten in place when FamilyRaw holds a later write of it
+			// (deleting its version would delete the overwrite).
+			if k, ok := p.kept(hourMillis, c.Qualifier); ok && c.Family != FamilyRaw {
+				p.keptRaw[k] = !hasRawCell(cells, c.Qualifier)
 				continue
 			}
 			p.delRaw = append(p.delRaw, del)
@@ -120,6 +126,16 @@ func (p *compactPlan) addRuns(key []byte, hourMillis int64, pts []cellcodec.Poin
 		pts = pts[n:]
 	}
 	return nil
+}
+
+// hasRawCell reports whether cells hold a FamilyRaw cell with qualifier q.
+func hasRawCell(cells []table.Cell, q []byte) bool {
+	for i := range cells {
+		if cells[i].Family == FamilyRaw && bytes.Equal(cells[i].Qualifier, q) {
+			return true
+		}
+	}
+	return false
 }
 
 func overwrites(puts []table.Cell, c *table.Cell) bool {

@@ -68,9 +68,10 @@ func (p *compactPlan) kept(hourMillis int64, q []byte) (int, bool) {
 	return slices.BinarySearchFunc(p.keep, t, func(pt cellcodec.Point, t int64) int { return compareInt64(pt.T, t) })
 }
 
-// putKeptFromChunks plans raw cells for the kept samples that came from an
-// old chunk (which goes): they stay, as raw cells written as the write path
-// writes them.
+// putKeptFromChunks plans FamilyData raw cells for the kept samples that
+// FamilyData holds no raw cell of: those that came from an old chunk (which
+// goes) or from FamilyRaw (whose cell goes). They stay raw for good, where
+// every read takes them.
 func (p *compactPlan) putKeptFromChunks(key []byte, hourMillis int64) {
 	for i, pt := range p.keep {
 		if p.keptRaw[i] {

@@ -18,18 +18,23 @@ import (
 // Row key: the base hour (u32 big-endian seconds) then the salt bucket (one
 // byte; 0 unsalted). Rows sort by hour: the oldest pending hour comes first.
 // Cells:
-//   - a mark: qualifier 'm' + metric UID (MetricWidth bytes) + the writing
+//   - a mark: qualifier 'r' + metric UID (MetricWidth bytes) + the writing
 //     process's ID (8 random bytes), value 0x01, timestamp the writer's
 //     clock in ms, strictly increasing within a process. It says "rows of
-//     this metric in this bucket-hour may hold raw cells". Each process
-//     writes its own cell, so a compactor deleting the version it read never
-//     removes a newer one (see Compactor).
+//     this metric in this bucket-hour may hold raw cells in FamilyRaw", and
+//     reads take that family of those rows only then (rawhours.go). Each
+//     process writes its own cell, so a compactor deleting the version it
+//     read never removes a newer one (see Compactor). Versions before
+//     FamilyRaw wrote 'm' marks, for raw cells in FamilyData: the compactor
+//     takes both, and an adapter of such a version, which knows only 'm',
+//     never deletes a mark that makes reads take FamilyRaw.
 //   - the lease: qualifier "lease", value holder ID (8 bytes) + expiry (u64
 //     ms, the holder's clock); see lease.go.
 const (
 	CompactTableSuffix = "prom-compact"
 	familyCompact      = "c"
-	markPrefix         = 'm'
+	markPrefix         = 'r'
+	legacyMarkPrefix   = 'm'
 	idLen              = 8
 )
 

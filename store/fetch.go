@@ -57,6 +57,8 @@ type rowBatch struct {
 	keyBuf []byte
 	owners []int // index in series, per key
 	hours  []uint32
+	raw    []bool // per key: read FamilyRaw too
+	nRaw   int
 	done   chan struct{}
 	rows   []table.Row
 	err    error
@@ -74,6 +76,9 @@ func (s *Store) newCursor(ctx context.Context, q Query) (*cursor, error) {
 		return c, nil
 	}
 	p, err := s.planQuery(ctx, q.Matchers)
+	if err == nil && p != nil {
+		p.raw, err = s.findRawHours(ctx, p.metricSet(), c.startHour, c.endHour)
+	}
 	if err != nil {
 		cancel()
 		return nil, err
@@ -222,7 +227,7 @@ func (c *cursor) startBatch() {
 	if b == nil {
 		b = &rowBatch{}
 	}
-	b.keys, b.keyBuf, b.owners, b.hours = b.keys[:0], b.keyBuf[:0], b.owners[:0], b.hours[:0]
+	b.keys, b.keyBuf, b.owners, b.hours, b.raw, b.nRaw = b.keys[:0], b.keyBuf[:0], b.owners[:0], b.hours[:0], b.raw[:0], 0
 	b.rows, b.err = nil, nil
 	lay := c.s.layout
 	maxRows, maxSeries := c.s.cfg.ReadBatchRows, c.s.cfg.ReadBatchSeries
@@ -250,10 +255,16 @@ func (c *cursor) startBatch() {
 	}
 	// Keys are cut from keyBuf only now that it no longer grows.
 	off := 0
-	for _, o := range b.owners {
+	for i, o := range b.owners {
 		n := lay.HeaderWidth() + len(c.series[o].sid) - lay.MetricWidth
-		b.keys = append(b.keys, b.keyBuf[off:off+n:off+n])
+		key := b.keyBuf[off : off+n : off+n]
+		b.keys = append(b.keys, key)
 		off += n
+		raw := c.p.raw.has(c.s.rangeSalt(key), c.s.sidMetric(c.series[o].sid), b.hours[i])
+		b.raw = append(b.raw, raw)
+		if raw {
+			b.nRaw++
+		}
 	}
 	b.done = make(chan struct{})
 	c.inflight = b
@@ -263,8 +274,54 @@ func (c *cursor) startBatch() {
 	}
 	go func() {
 		defer close(b.done)
-		b.rows, b.err = c.s.data.Get(c.ctx, FamilyData, b.keys)
+		b.rows, b.err = c.s.getRows(c.ctx, b.keys, b.raw, b.nRaw)
 	}()
+}
+
+// getRows reads the rows of keys, those whose raw[i] is set with every
+// family and the others with FamilyData alone; nRaw is how many are set.
+func (s *Store) getRows(ctx context.Context, keys [][]byte, raw []bool, nRaw int) ([]table.Row, error) {
+	switch nRaw {
+	case 0:
+		return s.data.Get(ctx, FamilyData, keys)
+	case len(keys):
+		return s.data.Get(ctx, "", keys)
+	}
+	dataKeys := make([][]byte, 0, len(keys)-nRaw)
+	rawKeys := make([][]byte, 0, nRaw)
+	for i, k := range keys {
+		if raw[i] {
+			rawKeys = append(rawKeys, k)
+		} else {
+			dataKeys = append(dataKeys, k)
+		}
+	}
+	var (
+		rawRows []table.Row
+		rawErr  error
+		done    = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		rawRows, rawErr = s.data.Get(ctx, "", rawKeys)
+	}()
+	dataRows, err := s.data.Get(ctx, FamilyData, dataKeys)
+	<-done
+	if err == nil {
+		err = rawErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]table.Row, len(keys))
+	for i := range keys {
+		if raw[i] {
+			rows[i], rawRows = rawRows[0], rawRows[1:]
+		} else {
+			rows[i], dataRows = dataRows[0], dataRows[1:]
+		}
+	}
+	return rows, nil
 }
 
 // close stops the reads under way and waits for them.

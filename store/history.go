@@ -258,7 +258,8 @@ func (s *Store) writeHistoryRows(ctx context.Context, w *writer, h *historyWrite
 	var stored []table.Row
 	if len(h.keys) > 0 {
 		var err error
-		if stored, err = s.data.Get(ctx, FamilyData, h.keys); err != nil {
+		// Every family: raw cells may wait in FamilyRaw.
+		if stored, err = s.data.Get(ctx, "", h.keys); err != nil {
 			return fmt.Errorf("read %d hour rows before writing history: %w", len(h.keys), err)
 		}
 	}

@@ -34,7 +34,7 @@ func historyClock(s *Store, now time.Time) *testClock {
 // rowCells reads one hour row's cells.
 func rowCells(t testing.TB, s *Store, key []byte) []table.Cell {
 	t.Helper()
-	rows, err := s.data.Get(context.Background(), FamilyData, [][]byte{key})
+	rows, err := s.data.Get(context.Background(), "", [][]byte{key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func rowCells(t testing.TB, s *Store, key []byte) []table.Cell {
 func cellsString(cells []table.Cell) string {
 	var b strings.Builder
 	for _, c := range cells {
-		fmt.Fprintf(&b, "%x@%d=%x\n", c.Qualifier, c.Timestamp, c.Value)
+		fmt.Fprintf(&b, "%s:%x@%d=%x\n", c.Family, c.Qualifier, c.Timestamp, c.Value)
 	}
 	return b.String()
 }

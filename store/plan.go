@@ -24,6 +24,9 @@ type queryPlan struct {
 	// post are the matchers checked per series after the scans, on tag
 	// values resolved once per distinct UID.
 	post []*postMatcher
+	// raw are the (bucket, metric, hour)s whose rows are read with
+	// FamilyRaw (rawhours.go).
+	raw rawHours
 }
 
 type metricRef struct {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -79,23 +80,36 @@ type rangeScan struct {
 	cellBuf []table.Cell
 }
 
-// scanRanges lists the series of the ranges one scan serves. A series
-// lives in one salt bucket, so no two ranges return the same series.
-func (s *Store) scanRanges(ctx context.Context, metric uint64, ranges []table.RowRange, filter *table.KeyFilter, conds []rowkey.TagCond, budget int) ([]seriesRef, error) {
-	rs := &rangeScan{s: s, metric: metric, conds: conds, budget: budget, bySID: map[string]int{}}
-	for {
-		next, err := rs.run(ctx, ranges, filter)
-		if err != nil {
-			return nil, err
-		}
-		if next == nil {
-			return rs.out, nil
-		}
-		ranges = rangesFrom(ranges, next)
-		if len(ranges) == 0 {
-			return rs.out, nil
+// scanRanges lists the series of a scan task: its FamilyData ranges, then
+// its every-family ranges. A series lives in one salt bucket, so only the
+// task's two scans, each over other hours, return rows of the same series.
+func (s *Store) scanRanges(ctx context.Context, t scanTask, conds []rowkey.TagCond, budget int) ([]seriesRef, error) {
+	rs := &rangeScan{s: s, metric: t.metric, conds: conds, budget: budget, bySID: map[string]int{}}
+	if err := rs.scan(ctx, t.data, FamilyData, t.filter); err != nil {
+		return nil, err
+	}
+	if err := rs.scan(ctx, t.all, "", t.filter); err != nil {
+		return nil, err
+	}
+	if len(t.data) > 0 && len(t.all) > 0 && rs.budget > 0 {
+		// The second scan's hours may come before the first's.
+		for i := range rs.out {
+			slices.SortStableFunc(rs.out[i].rows, func(a, b hourRow) int { return cmp.Compare(a.hour, b.hour) })
 		}
 	}
+	return rs.out, nil
+}
+
+// scan lists the series of ranges, read of family ("" for every family).
+func (rs *rangeScan) scan(ctx context.Context, ranges []table.RowRange, family string, filter *table.KeyFilter) error {
+	for len(ranges) > 0 {
+		next, err := rs.run(ctx, ranges, family, filter)
+		if err != nil || next == nil {
+			return err
+		}
+		ranges = rangesFrom(ranges, next)
+	}
+	return nil
 }
 
 // rangesFrom is what is left of ranges from key on.
@@ -115,9 +129,9 @@ func rangesFrom(ranges []table.RowRange, key []byte) []table.RowRange {
 
 // run scans ranges. It returns where to go on with keys only when the
 // budget ran out, nil at the end of the ranges.
-func (rs *rangeScan) run(ctx context.Context, ranges []table.RowRange, filter *table.KeyFilter) (next []byte, err error) {
+func (rs *rangeScan) run(ctx context.Context, ranges []table.RowRange, family string, filter *table.KeyFilter) (next []byte, err error) {
 	keep := rs.budget > 0
-	opts := table.ScanOptions{Family: FamilyData, KeyOnly: !keep, FirstCellOnly: !keep, Filter: filter}
+	opts := table.ScanOptions{Family: family, KeyOnly: !keep, FirstCellOnly: !keep, Filter: filter}
 	if len(ranges) == 1 {
 		opts.Start, opts.Stop = ranges[0].Start, ranges[0].Stop
 	} else {
@@ -161,11 +175,12 @@ func (rs *rangeScan) add(key []byte) (i int, ok bool, err error) {
 	i, found := rs.bySID[string(rs.sid)]
 	if !found {
 		i = len(rs.out)
-		rs.out = append(rs.out, seriesRef{sid: string(rs.sid), first: k.BaseHour, prefetched: rs.budget > 0})
+		rs.out = append(rs.out, seriesRef{sid: string(rs.sid), first: k.BaseHour, last: k.BaseHour, prefetched: rs.budget > 0})
 		rs.bySID[rs.out[i].sid] = i
 	}
-	// Rows come by hour within a range.
-	rs.out[i].last = k.BaseHour
+	// Rows come by hour within a scan; the second scan of a task may go back.
+	sr := &rs.out[i]
+	sr.first, sr.last = min(sr.first, k.BaseHour), max(sr.last, k.BaseHour)
 	return i, true, nil
 }
 

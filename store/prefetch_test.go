@@ -58,7 +58,7 @@ func testScanRangePrefetch(t *testing.T, buckets int) {
 			budget int
 			kept   bool
 		}{{0, false}, {all, true}, {all / 2, false}} {
-			found, err := s.scanRanges(ctx, metric, ranges, nil, nil, tc.budget)
+			found, err := s.scanRanges(ctx, scanTask{metric: metric, all: ranges}, nil, tc.budget)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -320,7 +320,7 @@ func compactRandomHours(t *testing.T, rng *rand.Rand, s *Store, series []*refSer
 func compactRowNow(t testing.TB, s *Store, key []byte, hourMillis int64) {
 	t.Helper()
 	ctx := context.Background()
-	rows, err := s.data.Get(ctx, FamilyData, [][]byte{key})
+	rows, err := s.data.Get(ctx, "", [][]byte{key})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func (s *Store) findSeries(ctx context.Context, p *queryPlan, group []metricRef,
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			found, err := s.scanRanges(ctx, t.metric, t.ranges, t.filter, p.conds, share)
+			found, err := s.scanRanges(ctx, t, p.conds, share)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -85,12 +85,13 @@ func (s *Store) findSeries(ctx context.Context, p *queryPlan, group []metricRef,
 	return series, nil
 }
 
-// scanTask is one scan of phase one: ranges of one metric that one scan
-// serves.
+// scanTask is the phase one of ranges of one metric that one scan serves:
+// data are read of FamilyData alone, all (hours the compaction table
+// marks) of every family, each list one scan (rawhours.go).
 type scanTask struct {
-	metric uint64
-	filter *table.KeyFilter
-	ranges []table.RowRange
+	metric    uint64
+	filter    *table.KeyFilter
+	data, all []table.RowRange
 }
 
 // scanTasks cuts phase one into scans: per metric, its ranges grouped as
@@ -106,8 +107,9 @@ func (s *Store) scanTasks(ctx context.Context, p *queryPlan, group []metricRef, 
 		rows := make([]table.RowRange, 0, len(ranges))
 		for _, r := range ranges {
 			if r.Stop == nil {
-				// The last range of the key space: a range scan of its own.
-				tasks = append(tasks, scanTask{m.uid, filter, []table.RowRange{table.RowRange(r)}})
+				// The last range of the key space: a range scan of its own,
+				// of every family.
+				tasks = append(tasks, scanTask{metric: m.uid, filter: filter, all: []table.RowRange{table.RowRange(r)}})
 				continue
 			}
 			rows = append(rows, table.RowRange(r))
@@ -117,7 +119,8 @@ func (s *Store) scanTasks(ctx context.Context, p *queryPlan, group []metricRef, 
 			return nil, fmt.Errorf("phase one: %w", err)
 		}
 		for _, g := range groups {
-			tasks = append(tasks, scanTask{m.uid, filter, g})
+			data, all := s.splitRaw(g, m.uid, startHour, endHour, p.raw)
+			tasks = append(tasks, scanTask{metric: m.uid, filter: filter, data: data, all: all})
 		}
 	}
 	return tasks, nil

@@ -21,8 +21,15 @@ import (
 const (
 	DataTableSuffix = "prom-data"
 	UIDTableSuffix  = "prom-uid"
-	// FamilyData is the data table's only family.
+	// FamilyData is the data table's family of chunk cells, and of the raw
+	// cells that stay raw (samples no chunk gives back exactly, and raw
+	// cells written before FamilyRaw existed). Every read reads it.
 	FamilyData = "t"
+	// FamilyRaw is the data table's family of raw cells waiting for the
+	// compactor. A read reads it only for the (bucket, metric, hour)s the
+	// compaction table marks (rawhours.go), so that once an hour is folded
+	// its raw cells' delete markers cost reads nothing.
+	FamilyRaw = "r"
 	// FamilyMeta holds metric metadata in the UID table.
 	FamilyMeta = "meta"
 )

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -29,10 +30,12 @@ func uidTableSpec(cfg Config) table.TableSpec {
 	}
 }
 
-// dataTableSpec is the data table. Its family keeps NEW_VERSION_BEHAVIOR so
-// that a cell re-written after a delete (a late or retried sample after the
-// compactor removed the raw cells) is visible whatever its timestamp. The
-// TTL is the retention, counted from each sample's own time.
+// dataTableSpec is the data table: chunks in FamilyData, raw cells waiting
+// for the compactor in FamilyRaw, both with the same attributes. They keep
+// NEW_VERSION_BEHAVIOR so that a cell re-written after a delete (a late or
+// retried sample after the compactor removed the raw cells) is visible
+// whatever its timestamp. The TTL is the retention, counted from each
+// sample's own time.
 //
 // Blocks are compressed (Config.DataCompression, SNAPPY by default) and
 // ROW_INDEX_V1 encoded: a query seeks to each of a metric's salt-bucket
@@ -50,17 +53,20 @@ func dataTableSpec(cfg Config) table.TableSpec {
 	if cfg.DataCompression == "NONE" {
 		encoding = "FAST_DIFF"
 	}
-	spec := table.TableSpec{
-		Name: cfg.TablePrefix + DataTableSuffix,
-		Families: []table.FamilySpec{{
-			Name:               FamilyData,
+	fam := func(name string) table.FamilySpec {
+		return table.FamilySpec{
+			Name:               name,
 			MaxVersions:        1,
 			TTL:                cfg.Retention,
 			BloomFilter:        "ROW",
 			DataBlockEncoding:  encoding,
 			Compression:        cfg.DataCompression,
 			NewVersionBehavior: true,
-		}},
+		}
+	}
+	spec := table.TableSpec{
+		Name:     cfg.TablePrefix + DataTableSuffix,
+		Families: []table.FamilySpec{fam(FamilyData), fam(FamilyRaw)},
 	}
 	spec.SplitKeys = dataSplitKeys(cfg.Layout.SaltBuckets, cfg.DataRegions)
 	return spec
@@ -96,7 +102,13 @@ func ensureTable(ctx context.Context, db table.DB, spec table.TableSpec, logger 
 	for _, want := range spec.Families {
 		got, ok := findFamily(have, want.Name)
 		if !ok {
-			return nil, fmt.Errorf("table %s has no family %q: was it created by something else?", spec.Name, want.Name)
+			if !addable[want.Name] {
+				return nil, fmt.Errorf("table %s has no family %q: was it created by something else?", spec.Name, want.Name)
+			}
+			if err := addFamily(ctx, db, spec.Name, want, logger); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		diff := familyDiff(got, want)
 		if len(diff) == 0 {
@@ -118,6 +130,24 @@ func ensureTable(ctx context.Context, db table.DB, spec table.TableSpec, logger 
 		}
 	}
 	return t, nil
+}
+
+// addable are the families a table created by an earlier version may lack:
+// ensureTable adds them.
+var addable = map[string]bool{FamilyRaw: true}
+
+// addFamily adds a family to an existing table; another adapter adding it
+// first is as good.
+func addFamily(ctx context.Context, db table.DB, name string, fam table.FamilySpec, logger *slog.Logger) error {
+	err := db.AddFamily(ctx, name, fam)
+	if errors.Is(err, table.ErrFamilyExists) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("table %s: add family %s: %w", name, fam.Name, err)
+	}
+	logger.Info("family added to a table created by an earlier version; no data was changed", "table", name, "family", fam.Name)
+	return nil
 }
 
 func findFamily(spec table.TableSpec, name string) (table.FamilySpec, bool) {

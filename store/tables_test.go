@@ -94,8 +94,12 @@ func TestOpenAltersExistingTables(t *testing.T) {
 		}
 		if data, err := db.Describe(ctx, prefix+DataTableSuffix); err != nil {
 			t.Fatal(err)
-		} else if f := data.Families[0]; f.DataBlockEncoding != "FAST_DIFF" || orDefault(f.Compression, "NONE") != "NONE" {
-			t.Fatalf("data family created without compression has %s blocks compressed %q, want FAST_DIFF, NONE", f.DataBlockEncoding, f.Compression)
+		} else {
+			for _, f := range dataFamilies(t, data) {
+				if f.DataBlockEncoding != "FAST_DIFF" || orDefault(f.Compression, "NONE") != "NONE" {
+					t.Fatalf("data family %s created without compression has %s blocks compressed %q, want FAST_DIFF, NONE", f.Name, f.DataBlockEncoding, f.Compression)
+				}
+			}
 		}
 		var logs bytes.Buffer
 		cfg.Retention = 90 * 24 * time.Hour
@@ -115,12 +119,14 @@ func TestOpenAltersExistingTables(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if data.Families[0].TTL != cfg.Retention {
-			t.Errorf("data TTL = %v after a restart with retention %v", data.Families[0].TTL, cfg.Retention)
-		}
-		if f := data.Families[0]; f.DataBlockEncoding != "ROW_INDEX_V1" || f.Compression != DefaultDataCompression {
-			t.Errorf("data family after a start with the default compression: %s blocks compressed %q, want ROW_INDEX_V1, %s",
-				f.DataBlockEncoding, f.Compression, DefaultDataCompression)
+		for _, f := range dataFamilies(t, data) {
+			if f.TTL != cfg.Retention {
+				t.Errorf("data family %s TTL = %v after a restart with retention %v", f.Name, f.TTL, cfg.Retention)
+			}
+			if f.DataBlockEncoding != "ROW_INDEX_V1" || f.Compression != DefaultDataCompression {
+				t.Errorf("data family %s after a start with the default compression: %s blocks compressed %q, want ROW_INDEX_V1, %s",
+					f.Name, f.DataBlockEncoding, f.Compression, DefaultDataCompression)
+			}
 		}
 		for _, want := range []string{"TTL 720h0m0s -> 2160h0m0s", "DATA_BLOCK_ENCODING FAST_DIFF -> ROW_INDEX_V1", "COMPRESSION NONE -> SNAPPY"} {
 			if !strings.Contains(logs.String(), want) {
@@ -138,6 +144,128 @@ func TestOpenAltersExistingTables(t *testing.T) {
 			t.Errorf("a start with unchanged settings altered a table:\n%s", logs.String())
 		}
 	})
+}
+
+// dataFamilies returns the data table's two families as described.
+func dataFamilies(t *testing.T, data table.TableSpec) []table.FamilySpec {
+	t.Helper()
+	var out []table.FamilySpec
+	for _, name := range []string{FamilyData, FamilyRaw} {
+		f, ok := findFamily(data, name)
+		if !ok {
+			t.Fatalf("data table has no family %s: %+v", name, data.Families)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// TestOpenAddsRawFamily opens a data table of the version before FamilyRaw
+// (one family, raw cells in it under 'm' marks): the family is added, the
+// old raw cells are read, and the compactor folds them.
+func TestOpenAddsRawFamily(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
+		ctx := context.Background()
+		cfg := Config{TablePrefix: prefix}
+		cfg.setDefaults()
+		old := dataTableSpec(cfg)
+		old.Families = old.Families[:1]
+		if old.Families[0].Name != FamilyData {
+			t.Fatalf("first data family is %s", old.Families[0].Name)
+		}
+		if err := db.CreateTable(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		s := openStore(t, db, cfg)
+		clock := &testClock{}
+		s.todo.now = clock.now
+		data, err := db.Describe(ctx, prefix+DataTableSuffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dataFamilies(t, data)
+		if !strings.Contains(logs.String(), "family added") {
+			t.Errorf("no log line tells of the added family:\n%s", logs.String())
+		}
+		// Cells as the earlier version wrote them: raw cells in FamilyData
+		// under an 'm' mark, two hours back (closed).
+		start := (time.Now().Add(-3*time.Hour).UnixMilli())/hour*hour + 1000
+		ls := lbls("__name__", "legacy", "job", "j")
+		var samples []Sample
+		for i := range 100 {
+			samples = append(samples, Sample{T: start + int64(i)*15000, V: float64(i)})
+		}
+		if err := s.Write(ctx, []SeriesIn{{Labels: ls, Samples: samples}}); err != nil {
+			t.Fatal(err)
+		}
+		moveToLegacy(t, s)
+		q := Query{Start: start, End: start + hour, Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "legacy")}}
+		want := collect(t, s.Select(ctx, q))
+		if !strings.Contains(want, "99") {
+			t.Fatalf("legacy raw cells read back as %q", want)
+		}
+		clock.advance(30 * time.Minute) // past the quiet period
+		c, err := newCompactor(s.layout, s.data, s.todo.t, CompactorConfig{Rate: -1, now: clock.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		assertCompacted(t, s)
+		if got := collect(t, s.Select(ctx, q)); got != want {
+			t.Errorf("after the compaction of legacy raw cells read\n%s\nwant\n%s", got, want)
+		}
+		// A second start adds nothing.
+		logs.Reset()
+		openStore(t, db, cfg)
+		if strings.Contains(logs.String(), "family added") {
+			t.Errorf("a second start added a family:\n%s", logs.String())
+		}
+	})
+}
+
+// moveToLegacy rewrites the store's raw cells and marks as the version
+// before FamilyRaw wrote them: raw cells in FamilyData, 'm' marks.
+func moveToLegacy(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := scanPage(ctx, s.data, table.ScanOptions{Family: FamilyRaw}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var put, del []table.Cell
+	for _, r := range rows {
+		for _, c := range r.Cells {
+			del = append(del, c)
+			c.Family = FamilyData
+			put = append(put, c)
+		}
+	}
+	marks, err := scanPage(ctx, s.todo.t, table.ScanOptions{Family: familyCompact}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var putMarks, delMarks []table.Cell
+	for _, r := range marks {
+		for _, c := range r.Cells {
+			if c.Qualifier[0] == markPrefix {
+				delMarks = append(delMarks, c)
+				c.Qualifier = append([]byte{legacyMarkPrefix}, c.Qualifier[1:]...)
+				putMarks = append(putMarks, c)
+			}
+		}
+	}
+	if len(put) == 0 || len(putMarks) == 0 {
+		t.Fatalf("%d raw cells and %d marks to move", len(put), len(putMarks))
+	}
+	for _, step := range []error{s.data.Put(ctx, put), s.data.Delete(ctx, del), s.todo.t.Put(ctx, putMarks), s.todo.t.Delete(ctx, delMarks)} {
+		if step != nil {
+			t.Fatal(step)
+		}
+	}
 }
 
 func TestDataSplitKeys(t *testing.T) {

@@ -118,7 +118,7 @@ func (w *writer) cellsFromRefs() {
 		v := r.q + cellcodec.RawQualifierLen
 		w.cells[i] = table.Cell{
 			Row:       buf[r.row:r.rowEnd:r.rowEnd],
-			Family:    FamilyData,
+			Family:    FamilyRaw,
 			Qualifier: buf[r.q:v:v],
 			Timestamp: r.t,
 			Value:     buf[v:r.end:r.end],

@@ -1,0 +1,143 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/prom-hbase/prom-hbase/rowkey"
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// TestReadsTakeRawFamilyWhereMarked checks that reads take FamilyRaw
+// exactly for the marked hours: a series with a compacted hour and a
+// marked hour of late raw cells reads whole (phase one's two scans, phase
+// two's split multi-get); once the mark is gone (as the compactor removes
+// it after folding), FamilyRaw is not read at all, which is the point; a
+// raw cell in FamilyData (kept, or written by an earlier version) is always
+// read.
+func TestReadsTakeRawFamilyWhereMarked(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
+		for _, prefetch := range []int{-1, 0} {
+			t.Run(fmt.Sprintf("prefetch=%d", prefetch), func(t *testing.T) {
+				testRawFamilyReads(t, db, fmt.Sprintf("%sp%d", prefix, prefetch+1), prefetch)
+			})
+		}
+	})
+}
+
+func testRawFamilyReads(t *testing.T, db table.DB, prefix string, prefetch int) {
+	ctx := context.Background()
+	s := openStore(t, db, Config{TablePrefix: prefix, ReadBatchRows: 3, ReadPrefetchBytes: prefetch, Layout: rowkey.Layout{SaltBuckets: 4}})
+	clock := &testClock{}
+	s.todo.now = clock.now
+	h0 := (time.Now().Add(-6*time.Hour).UnixMilli())/hour*hour + 1000
+	series := func(name string) []labels.Label { return lbls("__name__", "m", "s", name) }
+	hourSamples := func(start int64, v float64) []Sample {
+		var out []Sample
+		for i := range 10 {
+			out = append(out, Sample{T: start + int64(i)*60000, V: v + float64(i)})
+		}
+		return out
+	}
+	write := func(name string, start int64, v float64) {
+		t.Helper()
+		if err := s.Write(ctx, []SeriesIn{{Labels: series(name), Samples: hourSamples(start, v)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Hours h0 and h0+1h of series a and b, compacted.
+	for _, name := range []string{"a", "b"} {
+		write(name, h0, 0)
+		write(name, h0+hour, 100)
+	}
+	clock.advance(30 * time.Minute)
+	c, err := newCompactor(s.layout, s.data, s.todo.t, CompactorConfig{Rate: -1, now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertCompacted(t, s)
+	// Late samples for hour h0+1h of series a (raw cells and a mark), and
+	// a new series c there: one series reads a chunk-only hour and a
+	// marked hour.
+	late := h0 + hour + 30*1000
+	if err := s.Write(ctx, []SeriesIn{
+		{Labels: series("a"), Samples: []Sample{{T: late, V: -1}}},
+		{Labels: series("c"), Samples: []Sample{{T: late, V: -2}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	q := Query{Start: h0, End: h0 + 2*hour, Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")}}
+	got := collect(t, s.Select(ctx, q))
+	for _, want := range []string{pt(late, -1), pt(late, -2), pt(h0+hour+9*60000, 109), pt(h0+9*60000, 9)} {
+		if !strings.Contains(got, want) {
+			t.Errorf("read lacks %s:\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, "\n"); n != 3 {
+		t.Errorf("read %d series, want 3:\n%s", n, got)
+	}
+	// Without the mark, FamilyRaw is not read: the late samples and
+	// series c are gone from reads (the compactor deletes a mark only after
+	// folding its cells).
+	marks, err := scanPage(ctx, s.todo.t, table.ScanOptions{Family: familyCompact}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var del []table.Cell
+	for _, r := range marks {
+		del = append(del, r.Cells...)
+	}
+	if len(del) == 0 {
+		t.Fatal("no mark for the late samples")
+	}
+	if err := s.todo.t.DeleteVersions(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	// Marks of another metric in the same hour (every bucket) are not
+	// the query's.
+	var others []SeriesIn
+	for i := range 16 {
+		others = append(others, SeriesIn{Labels: lbls("__name__", "other", "i", fmt.Sprint(i)), Samples: []Sample{{T: late, V: 1}}})
+	}
+	if err := s.Write(ctx, others); err != nil {
+		t.Fatal(err)
+	}
+	got = collect(t, s.Select(ctx, q))
+	if strings.Contains(got, `s="c"`) || strings.Contains(got, pt(late, -1)) {
+		t.Errorf("unmarked FamilyRaw cells were read:\n%s", got)
+	}
+	if n := strings.Count(got, "\n"); n != 2 {
+		t.Errorf("read %d series without the mark, want 2:\n%s", n, got)
+	}
+	// A raw cell in FamilyData needs no mark.
+	rows, err := scanPage(ctx, s.data, table.ScanOptions{Family: FamilyRaw}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var put []table.Cell
+	for _, r := range rows {
+		for _, c := range r.Cells {
+			c.Family = FamilyData
+			put = append(put, c)
+		}
+	}
+	if err := s.data.Put(ctx, put); err != nil {
+		t.Fatal(err)
+	}
+	got = collect(t, s.Select(ctx, q))
+	if !strings.Contains(got, pt(late, -1)) || !strings.Contains(got, `s="c"`) {
+		t.Errorf("raw cells in FamilyData were not read:\n%s", got)
+	}
+}
+
+// pt is a sample as collect writes it.
+func pt(t int64, v float64) string { return fmt.Sprintf(" %d:%x", t, math.Float64bits(v)) }
