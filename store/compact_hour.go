@@ -81,6 +81,7 @@ func (c *Compactor) bucketHour(ctx context.Context, row table.Row, st *PassStats
 	if err := c.guarded(ctx, l, func(ctx context.Context) error { return c.todo.DeleteVersions(ctx, marks) }); err != nil {
 		return false, fmt.Errorf("delete marks: %w", err)
 	}
+	st.MarksDeleted += len(marks)
 	return len(ready) == len(metrics), nil
 }
 

@@ -141,3 +141,41 @@ func testRawFamilyReads(t *testing.T, db table.DB, prefix string, prefetch int) 
 
 // pt is a sample as collect writes it.
 func pt(t int64, v float64) string { return fmt.Sprintf(" %d:%x", t, math.Float64bits(v)) }
+
+// compactCounter is a table that counts Compact calls.
+type compactCounter struct {
+	table.Table
+	n int
+}
+
+func (c *compactCounter) Compact(context.Context) error { c.n++; return nil }
+
+// TestCompactorTidiesCompactionTable checks that a pass which deleted marks
+// and left no closed hour pending has the compaction table rewritten (reads
+// scan its marks), and that a pass which deleted none does not.
+func TestCompactorTidiesCompactionTable(t *testing.T) {
+	ctx := context.Background()
+	db, prefix := openPebble(t)
+	s := openStore(t, db, Config{TablePrefix: prefix})
+	clock := &testClock{}
+	s.todo.now = clock.now
+	start := time.Now().Add(-3*time.Hour).UnixMilli()/hour*hour + 1000
+	if err := s.Write(ctx, []SeriesIn{{Labels: lbls("__name__", "m", "a", "b"), Samples: []Sample{{T: start, V: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(30 * time.Minute)
+	todo := &compactCounter{Table: s.todo.t}
+	c, err := newCompactor(s.layout, s.data, todo, CompactorConfig{Rate: -1, now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{1, 1} {
+		st, err := c.Pass(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if todo.n != want {
+			t.Errorf("pass %d (%d marks deleted): %d tidyings in all, want %d", i, st.MarksDeleted, todo.n, want)
+		}
+	}
+}

@@ -151,6 +151,18 @@ type RowRangeDeleter interface {
 	DeleteRows(ctx context.Context, ranges []RowRange) error
 }
 
+// Compacter is a Table whose backend keeps deleted cells, and a marker per
+// deletion, until it rewrites its files (HBase: until a major compaction,
+// weekly by default), every read stepping over them meanwhile. Wrappers
+// implement it by forwarding, and answer errors.ErrUnsupported when the
+// table they wrap does not (Pebble, whose own compactions drop them).
+type Compacter interface {
+	// Compact writes out what the table holds in memory and rewrites its
+	// files without the deleted cells and markers, at a cost in proportion
+	// to the whole table: meant for small tables.
+	Compact(ctx context.Context) error
+}
+
 // RowRange is a range of row keys: Start inclusive, Stop exclusive.
 type RowRange struct{ Start, Stop []byte }
 

@@ -197,3 +197,36 @@ func TestAddFamily(t *testing.T) {
 		t.Errorf("AddFamily to an absent table: %v, want ErrTableNotFound", err)
 	}
 }
+
+// TestCompact deletes cells, compacts the table and reads it back: what
+// was kept stays, and the table serves at once.
+func TestCompact(t *testing.T) {
+	zk := hbasetest.ZK(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db, err := Open(ctx, Config{ZooKeeper: zk, ZKRoot: hbasetest.ZKRoot(), RPCTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	tb := saltedTable(t, ctx, db)
+	ts := time.Now().UnixMilli()
+	keep := table.Cell{Row: []byte{1, 'a'}, Family: "t", Qualifier: []byte("keep"), Timestamp: ts, Value: []byte("v")}
+	gone := table.Cell{Row: []byte{1, 'a'}, Family: "t", Qualifier: []byte("gone"), Timestamp: ts, Value: []byte("v")}
+	if err := tb.Put(ctx, []table.Cell{keep, gone}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.DeleteVersions(ctx, []table.Cell{gone}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.(table.Compacter).Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tb.Get(ctx, "", [][]byte{keep.Row})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows[0].Cells) != 1 || string(rows[0].Cells[0].Qualifier) != "keep" {
+		t.Fatalf("after Compact the row holds %+v, want the kept cell alone", rows[0].Cells)
+	}
+}

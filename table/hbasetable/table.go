@@ -16,7 +16,22 @@ type Table struct {
 	name string
 }
 
-var _ table.Table = (*Table)(nil)
+var (
+	_ table.Table     = (*Table)(nil)
+	_ table.Compacter = (*Table)(nil)
+)
+
+// Compact flushes every region of the table and major-compacts them,
+// waiting until the compactions end.
+func (t *Table) Compact(ctx context.Context) error {
+	if err := t.c.FlushTable(ctx, t.name); err != nil {
+		return fmt.Errorf("hbasetable: compact %s: %w", t.name, err)
+	}
+	if err := t.c.MajorCompactTable(ctx, t.name); err != nil {
+		return fmt.Errorf("hbasetable: compact %s: %w", t.name, err)
+	}
+	return nil
+}
 
 // mutations groups cells into one mutation per run of cells of one row.
 // Rows are usually given together, so this is one mutation per row. The

@@ -126,6 +126,16 @@ func (t *Table) DeleteRows(ctx context.Context, ranges []table.RowRange) error {
 	return t.call("delete rows", func() error { return d.DeleteRows(ctx, ranges) })
 }
 
+// Compact forwards to a table.Compacter (with faults);
+// errors.ErrUnsupported otherwise.
+func (t *Table) Compact(ctx context.Context) error {
+	c, ok := t.Table.(table.Compacter)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	return t.call("compact", func() error { return c.Compact(ctx) })
+}
+
 func (t *Table) Get(ctx context.Context, family string, keys [][]byte) ([]table.Row, error) {
 	var rows []table.Row
 	err := t.call("get", func() (err error) { rows, err = t.Table.Get(ctx, family, keys); return err })

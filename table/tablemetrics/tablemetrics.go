@@ -188,6 +188,16 @@ func (t *instrumentedTable) DeleteRows(ctx context.Context, ranges []table.RowRa
 	return err
 }
 
+// Compact forwards to a table.Compacter; errors.ErrUnsupported otherwise.
+// An administrative call, not timed.
+func (t *instrumentedTable) Compact(ctx context.Context) error {
+	c, ok := t.t.(table.Compacter)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	return c.Compact(ctx)
+}
+
 // GroupRanges forwards to a table.RangeGrouper: a grouping is a local
 // lookup (the HBase client's location cache), not a storage call, and is
 // not timed.
