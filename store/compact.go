@@ -208,8 +208,11 @@ func (c *Compactor) Pass(ctx context.Context) (PassStats, error) {
 }
 
 // tidyEvery spaces the tidying of the compaction table while closed hours
-// are still pending.
-const tidyEvery = 10 * time.Minute
+// are still pending; tidyTimeout bounds one.
+const (
+	tidyEvery   = 10 * time.Minute
+	tidyTimeout = time.Minute
+)
 
 // tidy has the backend rewrite the compaction table without the marks
 // passes deleted, once no closed hour is pending or tidyEvery after the
@@ -228,7 +231,11 @@ func (c *Compactor) tidy(ctx context.Context, st PassStats) {
 		return
 	}
 	began := time.Now()
-	if err := tc.Compact(ctx); err != nil {
+	// A wait for HBase's compaction queue must not hold up the next pass:
+	// the rewrite, once asked for, goes on without the wait.
+	tctx, cancel := context.WithTimeout(ctx, tidyTimeout)
+	defer cancel()
+	if err := tc.Compact(tctx); err != nil {
 		if !errors.Is(err, errors.ErrUnsupported) {
 			c.cfg.Logger.Warn("compaction table not tidied; reads step over deleted marks until it is", "err", err)
 		}
