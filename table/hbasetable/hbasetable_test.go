@@ -132,14 +132,7 @@ func saltedTable(t *testing.T, ctx context.Context, db *DB) table.Table {
 // cell stays, the new family takes cells, and a second add of it is
 // ErrFamilyExists.
 func TestAddFamily(t *testing.T) {
-	zk := hbasetest.ZK(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	db, err := Open(ctx, Config{ZooKeeper: zk, ZKRoot: hbasetest.ZKRoot(), RPCTimeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() }) // after the table is dropped
+	ctx, db := openTestDB(t)
 	tb := saltedTable(t, ctx, db)
 	name := tb.(*Table).name
 	ts := time.Now().UnixMilli()
@@ -201,14 +194,7 @@ func TestAddFamily(t *testing.T) {
 // TestCompact deletes cells, compacts the table and reads it back: what
 // was kept stays, and the table serves at once.
 func TestCompact(t *testing.T) {
-	zk := hbasetest.ZK(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	db, err := Open(ctx, Config{ZooKeeper: zk, ZKRoot: hbasetest.ZKRoot(), RPCTimeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	ctx, db := openTestDB(t)
 	tb := saltedTable(t, ctx, db)
 	ts := time.Now().UnixMilli()
 	keep := table.Cell{Row: []byte{1, 'a'}, Family: "t", Qualifier: []byte("keep"), Timestamp: ts, Value: []byte("v")}
@@ -229,4 +215,19 @@ func TestCompact(t *testing.T) {
 	if len(rows[0].Cells) != 1 || string(rows[0].Cells[0].Qualifier) != "keep" {
 		t.Fatalf("after Compact the row holds %+v, want the kept cell alone", rows[0].Cells)
 	}
+}
+
+// openTestDB opens the test HBase (skipping without one) for two minutes;
+// it is closed after the test's other cleanups (tables dropped).
+func openTestDB(t *testing.T) (context.Context, *DB) {
+	t.Helper()
+	zk := hbasetest.ZK(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	db, err := Open(ctx, Config{ZooKeeper: zk, ZKRoot: hbasetest.ZKRoot(), RPCTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return ctx, db
 }

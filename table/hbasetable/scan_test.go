@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/prom-hbase/prom-hbase/hbase/hbasetest"
 	"github.com/prom-hbase/prom-hbase/table"
 )
 
@@ -16,14 +14,7 @@ import (
 // group and ranges of different regions do not: what makes a multi-range
 // scan one region scanner instead of one per range.
 func TestGroupRangesByRegion(t *testing.T) {
-	zk := hbasetest.ZK(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	db, err := Open(ctx, Config{ZooKeeper: zk, ZKRoot: hbasetest.ZKRoot(), RPCTimeout: 20 * time.Second})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer db.Close()
+	ctx, db := openTestDB(t)
 	name := "hbasetable_groups_" + strings.ToLower(rand.Text()[:8])
 	spec := table.TableSpec{Name: name, Families: []table.FamilySpec{{Name: "f"}},
 		SplitKeys: [][]byte{[]byte("b"), []byte("c")}}
