@@ -31,14 +31,14 @@ func (c *Compactor) bucketHour(ctx context.Context, row table.Row, st *PassStats
 		leaseCell *table.Cell
 		metrics   []*metricMarks
 	)
-	qlen := 1 + c.layout.MetricWidth + idLen
 	for i := range row.Cells {
 		cell := &row.Cells[i]
-		switch {
-		case string(cell.Qualifier) == string(leaseQualifier):
+		if string(cell.Qualifier) == string(leaseQualifier) {
 			leaseCell = cell
-		case len(cell.Qualifier) == qlen && (cell.Qualifier[0] == markPrefix || cell.Qualifier[0] == legacyMarkPrefix):
-			uid := beUint(cell.Qualifier[1 : 1+c.layout.MetricWidth])
+			continue
+		}
+		// Both kinds: the compactor folds raw cells from either family.
+		if _, uid, ok := parseMark(cell.Qualifier, c.layout.MetricWidth); ok {
 			i := slices.IndexFunc(metrics, func(m *metricMarks) bool { return m.uid == uid })
 			if i < 0 {
 				i = len(metrics)
@@ -166,13 +166,4 @@ func (c *Compactor) guarded(ctx context.Context, l *lease, f func(context.Contex
 		return fmt.Errorf("%w: %w", errLeaseLost, err)
 	}
 	return err
-}
-
-// beUint reads a big-endian unsigned integer of up to 8 bytes.
-func beUint(b []byte) uint64 {
-	var v uint64
-	for _, c := range b {
-		v = v<<8 | uint64(c)
-	}
-	return v
 }

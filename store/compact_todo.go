@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prom-hbase/prom-hbase/table"
+	"github.com/prom-hbase/prom-hbase/uid"
 )
 
 // The compaction table (<prefix>prom-compact, family c) is the compactor's
@@ -165,6 +166,16 @@ func (td *todoList) note(ctx context.Context, cells []table.Cell) error {
 		td.lastPrune = now
 	}
 	return nil
+}
+
+// parseMark reads a compaction table qualifier as a mark of a metric of
+// metricWidth bytes: its kind (markPrefix or legacyMarkPrefix) and metric
+// UID; ok is false for any other cell (the lease).
+func parseMark(q []byte, metricWidth int) (kind byte, metric uint64, ok bool) {
+	if len(q) != 1+metricWidth+idLen || (q[0] != markPrefix && q[0] != legacyMarkPrefix) {
+		return 0, 0, false
+	}
+	return q[0], uid.Decode(q[1 : 1+metricWidth]), true
 }
 
 // markCell is the mark of the data rows whose keys start with prefix (salt,

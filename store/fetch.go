@@ -260,7 +260,8 @@ func (c *cursor) startBatch() {
 		key := b.keyBuf[off : off+n : off+n]
 		b.keys = append(b.keys, key)
 		off += n
-		raw := c.p.raw.has(c.s.rangeSalt(key), c.s.sidMetric(c.series[o].sid), b.hours[i])
+		// Most queries have no marked hour: nothing to work out per key.
+		raw := len(c.p.raw) > 0 && c.p.raw.has(c.s.rangeSalt(key), c.s.sidMetric(c.series[o].sid), b.hours[i])
 		b.raw = append(b.raw, raw)
 		if raw {
 			b.nRaw++

@@ -65,7 +65,7 @@ func marksOf(t testing.TB, s *Store, metric string) []string {
 	for _, r := range rows {
 		hour, salt, _ := parseTodoKey(r.Key)
 		for _, c := range r.Cells {
-			if c.Qualifier[0] == markPrefix && beUint(c.Qualifier[1:1+s.layout.MetricWidth]) == uid {
+			if kind, m, ok := parseMark(c.Qualifier, s.layout.MetricWidth); ok && kind == markPrefix && m == uid {
 				out = append(out, fmt.Sprintf("%d/%d", hour, salt))
 			}
 		}

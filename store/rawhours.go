@@ -37,9 +37,6 @@ type rawHour struct {
 type rawHours map[rawHour]struct{}
 
 func (r rawHours) has(salt byte, metric uint64, hour uint32) bool {
-	if len(r) == 0 {
-		return false
-	}
 	_, ok := r[rawHour{hour, metric, salt}]
 	return ok
 }
@@ -63,7 +60,6 @@ func (s *Store) findRawHours(ctx context.Context, metrics map[uint64]bool, start
 	})
 	defer sc.Close()
 	var out rawHours
-	qlen := 1 + s.layout.MetricWidth + idLen
 	for sc.Next() {
 		row := sc.At()
 		hour, salt, ok := parseTodoKey(row.Key)
@@ -71,11 +67,9 @@ func (s *Store) findRawHours(ctx context.Context, metrics map[uint64]bool, start
 			continue
 		}
 		for _, c := range row.Cells {
-			if len(c.Qualifier) != qlen || c.Qualifier[0] != markPrefix {
-				continue // the lease, or a mark of raw cells in FamilyData
-			}
-			m := beUint(c.Qualifier[1 : 1+s.layout.MetricWidth])
-			if !metrics[m] {
+			kind, m, ok := parseMark(c.Qualifier, s.layout.MetricWidth)
+			if !ok || kind != markPrefix || !metrics[m] {
+				// The lease, a mark of raw cells in FamilyData, another metric.
 				continue
 			}
 			if out == nil {

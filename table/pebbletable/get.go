@@ -79,14 +79,14 @@ func (g *getter) row(key []byte, fam int) ([]table.Cell, error) {
 			return nil, fmt.Errorf("corrupt cell value of %d bytes", len(v))
 		}
 		f := k[len(g.prefix)]
-		if int(f) >= len(g.cutoffs) || g.fams.names[f] == "" {
+		family, ok := g.fams.name(f)
+		if !ok {
 			return nil, errFamilyByte(k)
 		}
 		ts := cellTimestamp(v)
 		if ts < g.cutoffs[f] {
 			continue
 		}
-		family := g.fams.names[f]
 		if n := len(g.scratch); n > 0 && family < g.scratch[n-1].Family {
 			unsorted = true
 		}

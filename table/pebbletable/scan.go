@@ -156,7 +156,8 @@ func (s *scanner) Next() bool {
 			s.err = fmt.Errorf("scan %q: corrupt cell value of %d bytes", s.t.name, len(v))
 			return false
 		}
-		if int(fam) >= len(s.cutoffs) || s.fams.names[fam] == "" {
+		family, ok := s.fams.name(fam)
+		if !ok {
 			s.err = fmt.Errorf("scan %q: %w", s.t.name, errFamilyByte(k))
 			return false
 		}
@@ -165,7 +166,7 @@ func (s *scanner) Next() bool {
 			it.Next()
 			continue
 		}
-		s.appendCell(k[len(s.rowPrefix)+1:], fam, ts, v[tsLen:])
+		s.appendCell(k[len(s.rowPrefix)+1:], family, ts, v[tsLen:])
 		if s.opts.FirstCellOnly {
 			if !s.sortRows || fam == 0xFF {
 				it.SeekGE(s.pastRow())
@@ -282,7 +283,7 @@ func (s *scanner) pastRow() []byte {
 	return s.seekBuf
 }
 
-func (s *scanner) appendCell(qualifier []byte, fam byte, ts int64, value []byte) {
+func (s *scanner) appendCell(qualifier []byte, family string, ts int64, value []byte) {
 	// Slices into an array the arena outgrows stay valid until the next row.
 	start := len(s.arena)
 	s.arena = append(s.arena, qualifier...)
@@ -290,7 +291,6 @@ func (s *scanner) appendCell(qualifier []byte, fam byte, ts int64, value []byte)
 		s.arena = append(s.arena, value...)
 	}
 	q := len(qualifier)
-	family := s.fams.names[fam]
 	if n := len(s.row.Cells); n > 0 && family < s.row.Cells[n-1].Family {
 		s.unsorted = true
 	}

@@ -78,6 +78,15 @@ func newFamSet(rec tableRecord) *famSet {
 	return fs
 }
 
+// name is the family of key byte b; false for a byte no family has (a
+// corrupt key: writes name only families the table has).
+func (fs *famSet) name(b byte) (string, bool) {
+	if int(b) >= len(fs.names) || fs.names[b] == "" {
+		return "", false
+	}
+	return fs.names[b], true
+}
+
 var _ table.Table = (*tbl)(nil)
 
 func newTbl(db *DB, name string, rec tableRecord) *tbl {
