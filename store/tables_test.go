@@ -203,8 +203,11 @@ func TestOpenAddsRawFamily(t *testing.T) {
 		moveToLegacy(t, s)
 		q := Query{Start: start, End: start + hour, Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "legacy")}}
 		want := collect(t, s.Select(ctx, q))
-		if !strings.Contains(want, "99") {
-			t.Fatalf("legacy raw cells read back as %q", want)
+		var exp strings.Builder
+		exp.WriteString(labels.New(ls...).String())
+		writePoints(&exp, samples, nil)
+		if strings.TrimSpace(want) != exp.String() {
+			t.Fatalf("legacy raw cells read back as\n%s\nwant\n%s", want, exp.String())
 		}
 		clock.advance(30 * time.Minute) // past the quiet period
 		c, err := newCompactor(s.layout, s.data, s.todo.t, CompactorConfig{Rate: -1, now: clock.now})
