@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -46,6 +47,7 @@ const (
 	DefaultReadPrefetchBytes   = 8 << 20
 	DefaultWriteTimeout        = 30 * time.Second
 	DefaultDataCompression     = "SNAPPY"
+	DefaultChunkCompression    = "GZ"
 )
 
 // Config configures a Store. The zero value gives the defaults.
@@ -61,12 +63,15 @@ type Config struct {
 	// reads all of a metric's buckets: HBase pays per region each touches,
 	// so fewer regions make small writes and small queries cheaper.
 	DataRegions int
-	// DataCompression is the data family's block compression (HBase's
-	// COMPRESSION: SNAPPY, LZ4, ZSTD, GZ, NONE; "" means
-	// DefaultDataCompression). With compression the family's blocks are
+	// DataCompression is the block compression of FamilyRaw, the raw
+	// cells of the hours not compacted yet (HBase's COMPRESSION: SNAPPY,
+	// LZ4, ZSTD, GZ, NONE; "" means DefaultDataCompression), and
+	// ChunkCompression that of FamilyData, the chunks ("" means
+	// DefaultChunkCompression). With compression a family's blocks are
 	// ROW_INDEX_V1 encoded, without it FAST_DIFF (dataTableSpec). Backends
-	// without the notion ignore it.
-	DataCompression string
+	// without the notion ignore them.
+	DataCompression  string
+	ChunkCompression string
 	// Retention is the data family's TTL, counted from each sample's time
 	// (0: keep forever).
 	Retention time.Duration
@@ -121,10 +126,8 @@ func (c *Config) setDefaults() {
 	setDefault(&c.ReadBatchSeries, DefaultReadBatchSeries)
 	setDefault(&c.ReadBatchRows, DefaultReadBatchRows)
 	setDefault(&c.ScanConcurrency, DefaultScanConcurrency)
-	if c.DataCompression == "" {
-		c.DataCompression = DefaultDataCompression
-	}
-	c.DataCompression = strings.ToUpper(c.DataCompression)
+	c.DataCompression = strings.ToUpper(cmp.Or(c.DataCompression, DefaultDataCompression))
+	c.ChunkCompression = strings.ToUpper(cmp.Or(c.ChunkCompression, DefaultChunkCompression))
 	if c.CompactGrace == 0 {
 		c.CompactGrace = DefaultCompactGrace
 	}
@@ -189,7 +192,7 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	}
 	s.data, err = ensureTable(ctx, db, dataTableSpec(cfg), cfg.Logger)
 	if err != nil {
-		return nil, fmt.Errorf("open data table (block compression %s): %w", cfg.DataCompression, err)
+		return nil, fmt.Errorf("open data table (block compression %s of raw cells, %s of chunks): %w", cfg.DataCompression, cfg.ChunkCompression, err)
 	}
 	if s.todo, err = openTodo(ctx, db, cfg); err != nil {
 		return nil, err

@@ -31,13 +31,14 @@ func uidTableSpec(cfg Config) table.TableSpec {
 }
 
 // dataTableSpec is the data table: chunks in FamilyData, raw cells waiting
-// for the compactor in FamilyRaw, both with the same attributes. They keep
-// NEW_VERSION_BEHAVIOR so that a cell re-written after a delete (a late or
-// retried sample after the compactor removed the raw cells) is visible
-// whatever its timestamp. The TTL is the retention, counted from each
-// sample's own time.
+// for the compactor in FamilyRaw, with the same attributes but their block
+// compression. They keep NEW_VERSION_BEHAVIOR so that a cell re-written
+// after a delete (a late or retried sample after the compactor removed the
+// raw cells) is visible whatever its timestamp. The TTL is the retention,
+// counted from each sample's own time.
 //
-// Blocks are compressed (Config.DataCompression, SNAPPY by default) and
+// Blocks are compressed (Config.DataCompression, SNAPPY by default, for raw
+// cells; Config.ChunkCompression, GZ by default, for chunks) and
 // ROW_INDEX_V1 encoded: a query seeks to each of a metric's salt-bucket
 // ranges, and in a FAST_DIFF block a seek decodes every cell from the
 // block's start, about three quarters of HBase's CPU on reads of compacted
@@ -46,27 +47,35 @@ func uidTableSpec(cfg Config) table.TableSpec {
 // (HFiles after a major compaction; HBase CPU of a warm read of it all):
 // compacted hours 3.38 bytes/sample and 24 ms FAST_DIFF, 2.82 and 15 ms
 // ROW_INDEX_V1 + SNAPPY; raw cells 12.4 and 13.0 bytes/sample. Without
-// compression, ROW_INDEX_V1 would hold raw cells in 69 bytes/sample, so the
+// compression, ROW_INDEX_V1 would hold raw cells in 69 bytes/sample, so a
 // family stays FAST_DIFF then.
+//
+// The two families differ in codec because they differ in heat. Raw cells
+// are written at the ingest rate and live an hour or so: SNAPPY costs
+// their flushes little. Chunks are a sixth of the bytes, written once by
+// the compactor, and kept for the retention: GZ holds the same compacted
+// hours in 2.18 bytes/sample against SNAPPY's 2.83 (make bench's data
+// set), and reads served from HBase's block cache, which holds blocks
+// decompressed, read the same (BENCHMARKS.md, "Chunk compression").
 func dataTableSpec(cfg Config) table.TableSpec {
-	encoding := "ROW_INDEX_V1"
-	if cfg.DataCompression == "NONE" {
-		encoding = "FAST_DIFF"
-	}
-	fam := func(name string) table.FamilySpec {
+	fam := func(name, compression string) table.FamilySpec {
+		encoding := "ROW_INDEX_V1"
+		if compression == "NONE" {
+			encoding = "FAST_DIFF"
+		}
 		return table.FamilySpec{
 			Name:               name,
 			MaxVersions:        1,
 			TTL:                cfg.Retention,
 			BloomFilter:        "ROW",
 			DataBlockEncoding:  encoding,
-			Compression:        cfg.DataCompression,
+			Compression:        compression,
 			NewVersionBehavior: true,
 		}
 	}
 	spec := table.TableSpec{
 		Name:     cfg.TablePrefix + DataTableSuffix,
-		Families: []table.FamilySpec{fam(FamilyData), fam(FamilyRaw)},
+		Families: []table.FamilySpec{fam(FamilyData, cfg.ChunkCompression), fam(FamilyRaw, cfg.DataCompression)},
 	}
 	spec.SplitKeys = dataSplitKeys(cfg.Layout.SaltBuckets, cfg.DataRegions)
 	return spec

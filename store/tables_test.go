@@ -77,7 +77,7 @@ func TestUIDExhaustionRefusesOnlyItsSeries(t *testing.T) {
 func TestOpenAltersExistingTables(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
 		ctx := context.Background()
-		cfg := Config{TablePrefix: prefix, Retention: 30 * 24 * time.Hour, DataCompression: "none"}
+		cfg := Config{TablePrefix: prefix, Retention: 30 * 24 * time.Hour, DataCompression: "none", ChunkCompression: "none"}
 		cfg.setDefaults()
 		old := uidTableSpec(cfg)
 		for i := range old.Families {
@@ -103,7 +103,7 @@ func TestOpenAltersExistingTables(t *testing.T) {
 		}
 		var logs bytes.Buffer
 		cfg.Retention = 90 * 24 * time.Hour
-		cfg.DataCompression = "" // the default
+		cfg.DataCompression, cfg.ChunkCompression = "", "" // the defaults
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		s2 := openStore(t, db, cfg)
 		have, err := db.Describe(ctx, prefix+UIDTableSuffix)
@@ -123,12 +123,15 @@ func TestOpenAltersExistingTables(t *testing.T) {
 			if f.TTL != cfg.Retention {
 				t.Errorf("data family %s TTL = %v after a restart with retention %v", f.Name, f.TTL, cfg.Retention)
 			}
-			if f.DataBlockEncoding != "ROW_INDEX_V1" || f.Compression != DefaultDataCompression {
+			codec := map[string]string{FamilyData: DefaultChunkCompression, FamilyRaw: DefaultDataCompression}[f.Name]
+			if f.DataBlockEncoding != "ROW_INDEX_V1" || f.Compression != codec {
 				t.Errorf("data family %s after a start with the default compression: %s blocks compressed %q, want ROW_INDEX_V1, %s",
-					f.Name, f.DataBlockEncoding, f.Compression, DefaultDataCompression)
+					f.Name, f.DataBlockEncoding, f.Compression, codec)
 			}
 		}
-		for _, want := range []string{"TTL 720h0m0s -> 2160h0m0s", "DATA_BLOCK_ENCODING FAST_DIFF -> ROW_INDEX_V1", "COMPRESSION NONE -> SNAPPY"} {
+		for _, want := range []string{"TTL 720h0m0s -> 2160h0m0s", "DATA_BLOCK_ENCODING FAST_DIFF -> ROW_INDEX_V1",
+			"family=t changes=\"TTL 720h0m0s -> 2160h0m0s, DATA_BLOCK_ENCODING FAST_DIFF -> ROW_INDEX_V1, COMPRESSION NONE -> GZ\"",
+			"family=r changes=\"TTL 720h0m0s -> 2160h0m0s, DATA_BLOCK_ENCODING FAST_DIFF -> ROW_INDEX_V1, COMPRESSION NONE -> SNAPPY\""} {
 			if !strings.Contains(logs.String(), want) {
 				t.Errorf("no log line says %q:\n%s", want, logs.String())
 			}

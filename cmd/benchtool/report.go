@@ -153,6 +153,9 @@ func reportBytes(rs records, samples float64) {
 	if b := rs.findTable("bytes-snappy", "tsdb"); b > 0 {
 		row("OpenTSDB 2.4.1, after its row compaction, table re-compressed SNAPPY", b)
 	}
+	if b := rs.findTable("bytes-gz", "tsdb"); b > 0 {
+		row("OpenTSDB 2.4.1, after its row compaction, table re-compressed GZ", b)
+	}
 	row("Prometheus TSDB block", prom)
 	au, ou := rs.findTable("bytes", "prom-uid"), rs.findTable("bytes", "tsdb-uid")
 	fmt.Printf("\nUID tables for the same %s strings: adapter %s bytes, OpenTSDB %s bytes (%s x).\n\n",
