@@ -237,7 +237,7 @@ func (c *Client) MajorCompactTable(ctx context.Context, table string) error {
 		return err
 	}
 	for _, r := range regions {
-		if err := c.onRegionServer(ctx, r, hrpc.NewCompactRegionCall(r.Name, true)); err != nil {
+		if err := c.onRegionServer(ctx, r, hrpc.NewCompactRegionCall(r.Name, "", true)); err != nil {
 			return fmt.Errorf("compact %s: %w", table, err)
 		}
 	}
@@ -263,6 +263,40 @@ func (c *Client) MajorCompactTable(ctx context.Context, table string) error {
 		}
 	}
 	return nil
+}
+
+// QueueMajorCompaction asks every region of table for a major compaction
+// of family and returns without waiting for them: each region server runs
+// it from its compaction queue.
+func (c *Client) QueueMajorCompaction(ctx context.Context, table, family string) error {
+	regions, err := c.Regions(ctx, table)
+	if err != nil {
+		return err
+	}
+	for _, r := range regions {
+		if err := c.onRegionServer(ctx, r, hrpc.NewCompactRegionCall(r.Name, family, true)); err != nil {
+			return fmt.Errorf("compact family %s of %s: %w", family, table, err)
+		}
+	}
+	return nil
+}
+
+// StoreFiles returns the names of the store files of family in every
+// region of table, as the region servers list them.
+func (c *Client) StoreFiles(ctx context.Context, table, family string) ([]string, error) {
+	regions, err := c.Regions(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range regions {
+		call := hrpc.NewStoreFilesCall(r.Name, family)
+		if err := c.onRegionServer(ctx, r, call); err != nil {
+			return nil, fmt.Errorf("store files of family %s of %s: %w", family, table, err)
+		}
+		out = append(out, call.Response.(*pb.GetStoreFileResponse).GetStoreFile()...)
+	}
+	return out, nil
 }
 
 // RegionAt returns the region of table holding row, read from meta now.

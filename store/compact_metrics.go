@@ -15,6 +15,7 @@ type compactMetrics struct {
 	bytesWritten prometheus.Counter
 	errors       prometheus.Counter
 	passes       prometheus.Counter
+	rawSweeps    prometheus.Counter
 	lag          prometheus.Gauge
 }
 
@@ -28,6 +29,7 @@ func newCompactMetrics(reg prometheus.Registerer) (*compactMetrics, error) {
 		bytesWritten: counter("promhbase_compactor_bytes_written_total", "Bytes of chunk cells written (qualifiers and values)."),
 		errors:       counter("promhbase_compactor_errors_total", "Bucket-hours whose compaction failed, and passes that could not read the compaction table."),
 		passes:       counter("promhbase_compactor_passes_total", "Compaction passes started."),
+		rawSweeps:    counter("promhbase_compactor_raw_sweeps_total", "Major compactions of the raw family asked for, to drop the raw cells the passes deleted (--compactor.raw-sweep-interval)."),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "promhbase_compactor_lag_seconds",
 			Help: "Age of the oldest closed hour not yet compacted, since it closed (hour end + grace), as of the last pass; 0 when none. Backfilled history raises it until compacted.",
@@ -36,7 +38,7 @@ func newCompactMetrics(reg prometheus.Registerer) (*compactMetrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.seriesHours, m.rawDeleted, m.bytesWritten, m.errors, m.passes, m.lag} {
+	for _, c := range []prometheus.Collector{m.seriesHours, m.rawDeleted, m.bytesWritten, m.errors, m.passes, m.rawSweeps, m.lag} {
 		if err := reg.Register(c); err != nil {
 			if are := (prometheus.AlreadyRegisteredError{}); errors.As(err, &are) {
 				return nil, fmt.Errorf("compactor metrics: one compactor per registry: %w", err)

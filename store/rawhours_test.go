@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +150,70 @@ type compactCounter struct {
 }
 
 func (c *compactCounter) Compact(context.Context) error { c.n++; return nil }
+
+// familyCompactCounter is a table that counts CompactFamily calls.
+type familyCompactCounter struct {
+	table.Table
+	families []string
+}
+
+func (c *familyCompactCounter) CompactFamily(_ context.Context, family string) error {
+	c.families = append(c.families, family)
+	return nil
+}
+
+// TestCompactorSweepsRawFamily checks that a pass which folded raw cells
+// has FamilyRaw compacted (reads of hours marked again by late samples step
+// over the deleted cells until then), at most once per RawSweepEvery, never
+// after a pass that deleted none, and never when switched off.
+func TestCompactorSweepsRawFamily(t *testing.T) {
+	ctx := context.Background()
+	for _, every := range []time.Duration{DefaultRawSweepEvery, -1} {
+		db, prefix := openPebble(t)
+		s := openStore(t, db, Config{TablePrefix: prefix})
+		clock := &testClock{}
+		s.todo.now = clock.now
+		start := time.Now().Add(-5*time.Hour).UnixMilli()/hour*hour + 1000
+		write := func(t0 int64) {
+			t.Helper()
+			if err := s.Write(ctx, []SeriesIn{{Labels: lbls("__name__", "m", "a", "b"), Samples: []Sample{{T: t0, V: 1}, {T: t0 + 1000, V: 2}}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write(start)
+		clock.advance(30 * time.Minute)
+		data := &familyCompactCounter{Table: s.data}
+		c, err := newCompactor(s.layout, data, s.todo.t, CompactorConfig{Rate: -1, now: clock.now, RawSweepEvery: every})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pass := func(wantDeleted bool, wantSweeps int) {
+			t.Helper()
+			st, err := c.Pass(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (st.RawCellsDeleted > 0) != wantDeleted {
+				t.Fatalf("pass deleted %d raw cells, want some: %v", st.RawCellsDeleted, wantDeleted)
+			}
+			if every < 0 {
+				wantSweeps = 0
+			}
+			if len(data.families) != wantSweeps || slices.ContainsFunc(data.families, func(f string) bool { return f != FamilyRaw }) {
+				t.Fatalf("RawSweepEvery %v: families compacted %v, want %s %d times", every, data.families, FamilyRaw, wantSweeps)
+			}
+		}
+		pass(true, 1)  // the first fold sweeps at once
+		pass(false, 1) // nothing deleted
+		// A late sample folded within the interval waits for it.
+		write(start + hour)
+		clock.advance(30 * time.Minute)
+		pass(true, 1)
+		clock.advance(DefaultRawSweepEvery)
+		pass(false, 2) // the deletions of the last pass, swept now
+		pass(false, 2)
+	}
+}
 
 // TestCompactorTidiesCompactionTable checks that a pass which deleted marks
 // and left no closed hour pending has the compaction table rewritten (reads

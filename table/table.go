@@ -163,6 +163,15 @@ type Compacter interface {
 	Compact(ctx context.Context) error
 }
 
+// FamilyCompacter is a Table that rewrites the files of one family without
+// its deleted cells and markers (see Compacter), at a cost in proportion to
+// that family alone. It returns once the rewrite is asked for: the backend
+// does it in the background. Wrappers forward it, and answer
+// errors.ErrUnsupported when the table they wrap does not.
+type FamilyCompacter interface {
+	CompactFamily(ctx context.Context, family string) error
+}
+
 // RowRange is a range of row keys: Start inclusive, Stop exclusive.
 type RowRange struct{ Start, Stop []byte }
 

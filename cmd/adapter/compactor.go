@@ -20,6 +20,7 @@ type compactorFlags struct {
 	rate      float64
 	lease     time.Duration
 	batchRows int
+	rawSweep  time.Duration
 	// skew is the clock skew tolerated between adapters sharing the tables.
 	skew time.Duration
 }
@@ -38,6 +39,8 @@ func addCompactorFlags(app *kingpin.Application) *compactorFlags {
 		Default(store.DefaultCompactLease.String()).DurationVar(&f.lease)
 	app.Flag("compactor.batch-rows", "Hour rows read and rewritten per storage call.").
 		Default(fmt.Sprint(store.DefaultCompactBatchRows)).IntVar(&f.batchRows)
+	app.Flag("compactor.raw-sweep-interval", "Least time between two major compactions of the data table's raw family that the compactor asks HBase for, after passes that folded raw cells (0: never). They drop the folded cells, which HBase otherwise keeps until its own major compaction, and which reads of hours with late samples step over. The raw family holds only the hours not compacted yet.").
+		Default(store.DefaultRawSweepEvery.String()).DurationVar(&f.rawSweep)
 	app.Flag("compactor.max-clock-skew", "Largest clock difference between adapters sharing the tables that the compactor tolerates (it waits this long more before it trusts that writes to an hour are over).").
 		Default("30s").DurationVar(&f.skew)
 	return f
@@ -59,19 +62,20 @@ func startCompactor(ctx context.Context, st *store.Store, f *compactorFlags, wri
 		rate = -1 // store.CompactorConfig: negative means no limit
 	}
 	c, err := st.NewCompactor(store.CompactorConfig{
-		Grace:      storeGrace(f.grace),
-		Interval:   f.interval,
-		Rate:       rate,
-		Lease:      f.lease,
-		Quiet:      store.MarkRefresh + writeTimeout + f.skew,
-		BatchRows:  f.batchRows,
-		Registerer: reg,
-		Logger:     logger.With("component", "compactor"),
+		Grace:         storeGrace(f.grace),
+		Interval:      f.interval,
+		Rate:          rate,
+		Lease:         f.lease,
+		Quiet:         store.MarkRefresh + writeTimeout + f.skew,
+		BatchRows:     f.batchRows,
+		RawSweepEvery: rawSweep(f.rawSweep),
+		Registerer:    reg,
+		Logger:        logger.With("component", "compactor"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("compactor: %w", err)
 	}
-	logger.Info("compactor started", "grace", f.grace, "interval", f.interval, "rate", f.rate, "lease", f.lease)
+	logger.Info("compactor started", "grace", f.grace, "interval", f.interval, "rate", f.rate, "lease", f.lease, "raw_sweep_interval", f.rawSweep)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -82,6 +86,15 @@ func startCompactor(ctx context.Context, st *store.Store, f *compactorFlags, wri
 		cancel()
 		<-done
 	}, nil
+}
+
+// rawSweep is --compactor.raw-sweep-interval as the store takes it: 0 there
+// means the default, while a user's 0s means never.
+func rawSweep(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // storeGrace is --compactor.grace as the store takes it: there a zero grace

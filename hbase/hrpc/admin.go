@@ -236,10 +236,14 @@ func NewFlushRegionCall(region []byte) *Call {
 		Request: &pb.FlushRegionRequest{Region: RegionSpecifier(region)}, Response: &pb.FlushRegionResponse{}}
 }
 
-// NewCompactRegionCall queues a compaction of a region (AdminService).
-func NewCompactRegionCall(region []byte, major bool) *Call {
-	return &Call{Service: AdminService, Method: "CompactRegion",
-		Request: &pb.CompactRegionRequest{Region: RegionSpecifier(region), Major: proto.Bool(major)}, Response: &pb.CompactRegionResponse{}}
+// NewCompactRegionCall queues a compaction of a region (AdminService), of
+// one family when family is not empty.
+func NewCompactRegionCall(region []byte, family string, major bool) *Call {
+	req := &pb.CompactRegionRequest{Region: RegionSpecifier(region), Major: proto.Bool(major)}
+	if family != "" {
+		req.Family = []byte(family)
+	}
+	return &Call{Service: AdminService, Method: "CompactRegion", Request: req, Response: &pb.CompactRegionResponse{}}
 }
 
 // NewRegionInfoCall asks a region server about a region, with its
@@ -247,6 +251,13 @@ func NewCompactRegionCall(region []byte, major bool) *Call {
 func NewRegionInfoCall(region []byte) *Call {
 	return &Call{Service: AdminService, Method: "GetRegionInfo",
 		Request: &pb.GetRegionInfoRequest{Region: RegionSpecifier(region), CompactionState: proto.Bool(true)}, Response: &pb.GetRegionInfoResponse{}}
+}
+
+// NewStoreFilesCall lists the store files of a region's family
+// (AdminService GetStoreFile).
+func NewStoreFilesCall(region []byte, family string) *Call {
+	return &Call{Service: AdminService, Method: "GetStoreFile",
+		Request: &pb.GetStoreFileRequest{Region: RegionSpecifier(region), Family: [][]byte{[]byte(family)}}, Response: &pb.GetStoreFileResponse{}}
 }
 
 // NewUnassignRegionCall closes a region (by full name) wherever it is open.

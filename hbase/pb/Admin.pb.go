@@ -390,6 +390,102 @@ func (*CompactRegionResponse) Descriptor() ([]byte, []int) {
 	return file_Admin_proto_rawDescGZIP(), []int{5}
 }
 
+type GetStoreFileRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Region        *RegionSpecifier       `protobuf:"bytes,1,req,name=region" json:"region,omitempty"`
+	Family        [][]byte               `protobuf:"bytes,2,rep,name=family" json:"family,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStoreFileRequest) Reset() {
+	*x = GetStoreFileRequest{}
+	mi := &file_Admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStoreFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStoreFileRequest) ProtoMessage() {}
+
+func (x *GetStoreFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_Admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStoreFileRequest.ProtoReflect.Descriptor instead.
+func (*GetStoreFileRequest) Descriptor() ([]byte, []int) {
+	return file_Admin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *GetStoreFileRequest) GetRegion() *RegionSpecifier {
+	if x != nil {
+		return x.Region
+	}
+	return nil
+}
+
+func (x *GetStoreFileRequest) GetFamily() [][]byte {
+	if x != nil {
+		return x.Family
+	}
+	return nil
+}
+
+type GetStoreFileResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StoreFile     []string               `protobuf:"bytes,1,rep,name=store_file,json=storeFile" json:"store_file,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStoreFileResponse) Reset() {
+	*x = GetStoreFileResponse{}
+	mi := &file_Admin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStoreFileResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStoreFileResponse) ProtoMessage() {}
+
+func (x *GetStoreFileResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_Admin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStoreFileResponse.ProtoReflect.Descriptor instead.
+func (*GetStoreFileResponse) Descriptor() ([]byte, []int) {
+	return file_Admin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *GetStoreFileResponse) GetStoreFile() []string {
+	if x != nil {
+		return x.StoreFile
+	}
+	return nil
+}
+
 var File_Admin_proto protoreflect.FileDescriptor
 
 const file_Admin_proto_rawDesc = "" +
@@ -417,7 +513,13 @@ const file_Admin_proto_rawDesc = "" +
 	"\x06region\x18\x01 \x02(\v2\x19.hbase.pb.RegionSpecifierR\x06region\x12\x14\n" +
 	"\x05major\x18\x02 \x01(\bR\x05major\x12\x16\n" +
 	"\x06family\x18\x03 \x01(\fR\x06family\"\x17\n" +
-	"\x15CompactRegionResponseB+Z)github.com/prom-hbase/prom-hbase/hbase/pb"
+	"\x15CompactRegionResponse\"`\n" +
+	"\x13GetStoreFileRequest\x121\n" +
+	"\x06region\x18\x01 \x02(\v2\x19.hbase.pb.RegionSpecifierR\x06region\x12\x16\n" +
+	"\x06family\x18\x02 \x03(\fR\x06family\"5\n" +
+	"\x14GetStoreFileResponse\x12\x1d\n" +
+	"\n" +
+	"store_file\x18\x01 \x03(\tR\tstoreFileB+Z)github.com/prom-hbase/prom-hbase/hbase/pb"
 
 var (
 	file_Admin_proto_rawDescOnce sync.Once
@@ -432,7 +534,7 @@ func file_Admin_proto_rawDescGZIP() []byte {
 }
 
 var file_Admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_Admin_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_Admin_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_Admin_proto_goTypes = []any{
 	(GetRegionInfoResponse_CompactionState)(0), // 0: hbase.pb.GetRegionInfoResponse.CompactionState
 	(*GetRegionInfoRequest)(nil),               // 1: hbase.pb.GetRegionInfoRequest
@@ -441,20 +543,23 @@ var file_Admin_proto_goTypes = []any{
 	(*FlushRegionResponse)(nil),                // 4: hbase.pb.FlushRegionResponse
 	(*CompactRegionRequest)(nil),               // 5: hbase.pb.CompactRegionRequest
 	(*CompactRegionResponse)(nil),              // 6: hbase.pb.CompactRegionResponse
-	(*RegionSpecifier)(nil),                    // 7: hbase.pb.RegionSpecifier
-	(*RegionInfo)(nil),                         // 8: hbase.pb.RegionInfo
+	(*GetStoreFileRequest)(nil),                // 7: hbase.pb.GetStoreFileRequest
+	(*GetStoreFileResponse)(nil),               // 8: hbase.pb.GetStoreFileResponse
+	(*RegionSpecifier)(nil),                    // 9: hbase.pb.RegionSpecifier
+	(*RegionInfo)(nil),                         // 10: hbase.pb.RegionInfo
 }
 var file_Admin_proto_depIdxs = []int32{
-	7, // 0: hbase.pb.GetRegionInfoRequest.region:type_name -> hbase.pb.RegionSpecifier
-	8, // 1: hbase.pb.GetRegionInfoResponse.region_info:type_name -> hbase.pb.RegionInfo
-	0, // 2: hbase.pb.GetRegionInfoResponse.compaction_state:type_name -> hbase.pb.GetRegionInfoResponse.CompactionState
-	7, // 3: hbase.pb.FlushRegionRequest.region:type_name -> hbase.pb.RegionSpecifier
-	7, // 4: hbase.pb.CompactRegionRequest.region:type_name -> hbase.pb.RegionSpecifier
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	9,  // 0: hbase.pb.GetRegionInfoRequest.region:type_name -> hbase.pb.RegionSpecifier
+	10, // 1: hbase.pb.GetRegionInfoResponse.region_info:type_name -> hbase.pb.RegionInfo
+	0,  // 2: hbase.pb.GetRegionInfoResponse.compaction_state:type_name -> hbase.pb.GetRegionInfoResponse.CompactionState
+	9,  // 3: hbase.pb.FlushRegionRequest.region:type_name -> hbase.pb.RegionSpecifier
+	9,  // 4: hbase.pb.CompactRegionRequest.region:type_name -> hbase.pb.RegionSpecifier
+	9,  // 5: hbase.pb.GetStoreFileRequest.region:type_name -> hbase.pb.RegionSpecifier
+	6,  // [6:6] is the sub-list for method output_type
+	6,  // [6:6] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_Admin_proto_init() }
@@ -469,7 +574,7 @@ func file_Admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_Admin_proto_rawDesc), len(file_Admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -214,6 +215,80 @@ func TestCompact(t *testing.T) {
 	}
 	if len(rows[0].Cells) != 1 || string(rows[0].Cells[0].Qualifier) != "keep" {
 		t.Fatalf("after Compact the row holds %+v, want the kept cell alone", rows[0].Cells)
+	}
+}
+
+// TestCompactFamily deletes every cell of one family and compacts that
+// family: its files are rewritten into one (HBase writes a file even when
+// no cell survives, to keep the store's sequence id), the other family's
+// file stays as it was, and reads are unchanged.
+func TestCompactFamily(t *testing.T) {
+	ctx, db := openTestDB(t)
+	name := fmt.Sprintf("hbasetable_compactfamily_%d", time.Now().UnixNano())
+	fams := []table.FamilySpec{{Name: "t", NewVersionBehavior: true}, {Name: "r", NewVersionBehavior: true}}
+	if err := db.CreateTable(ctx, table.TableSpec{Name: name, Families: fams}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := db.Client().DisableTable(ctx, name); err == nil {
+			_ = db.Client().DeleteTable(ctx, name)
+		}
+	})
+	tb, err := db.Table(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Now().UnixMilli()
+	var dead []table.Cell
+	for i := range 100 {
+		dead = append(dead, table.Cell{Row: []byte{'a', byte(i)}, Family: "r", Qualifier: []byte("q"), Timestamp: ts, Value: []byte("raw")})
+	}
+	keep := table.Cell{Row: []byte{'a', 0}, Family: "t", Qualifier: []byte("q"), Timestamp: ts, Value: []byte("chunk")}
+	if err := tb.Put(ctx, append([]table.Cell{keep}, dead...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Client().FlushTable(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.DeleteVersions(ctx, dead); err != nil {
+		t.Fatal(err)
+	}
+	files := func(family string) []string {
+		t.Helper()
+		f, err := db.Client().StoreFiles(ctx, name, family)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	rBefore, tBefore := files("r"), files("t")
+	if len(rBefore) != 1 || len(tBefore) != 1 {
+		t.Fatalf("store files after a flush: r %v, t %v; want one each", rBefore, tBefore)
+	}
+	if err := tb.(table.FamilyCompacter).CompactFamily(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	// CompactFamily flushed the delete markers into a second file of r and
+	// queued the compaction: wait until one new file replaces both.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if f := files("r"); len(f) == 1 && f[0] != rBefore[0] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("family r has store files %v a minute after CompactFamily, want one new file in place of %v", files("r"), rBefore)
+		}
+	}
+	if f := files("t"); !slices.Equal(f, tBefore) {
+		t.Errorf("family t has store files %v after compacting family r, want its %v untouched", f, tBefore)
+	}
+	rows, err := tb.Get(ctx, "", [][]byte{keep.Row, dead[1].Row})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows[0].Cells) != 1 || string(rows[0].Cells[0].Value) != "chunk" || len(rows[1].Cells) != 0 {
+		t.Fatalf("after CompactFamily: %+v, %+v; want the t cell alone, then nothing", rows[0].Cells, rows[1].Cells)
 	}
 }
 

@@ -33,6 +33,20 @@ func (t *Table) Compact(ctx context.Context) error {
 	return nil
 }
 
+// CompactFamily flushes the table, so that what its memstores hold of the
+// family reaches files, and queues a major compaction of the family in
+// every region, which rewrites its files without the deleted cells and
+// their markers.
+func (t *Table) CompactFamily(ctx context.Context, family string) error {
+	if err := t.c.FlushTable(ctx, t.name); err != nil {
+		return fmt.Errorf("hbasetable: compact family %s of %s: %w", family, t.name, err)
+	}
+	if err := t.c.QueueMajorCompaction(ctx, t.name, family); err != nil {
+		return fmt.Errorf("hbasetable: %w", err)
+	}
+	return nil
+}
+
 // mutations groups cells into one mutation per run of cells of one row.
 // Rows are usually given together, so this is one mutation per row. The
 // mutations and their cells are cut from two allocations: a put of many

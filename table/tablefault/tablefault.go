@@ -136,6 +136,16 @@ func (t *Table) Compact(ctx context.Context) error {
 	return t.call("compact", func() error { return c.Compact(ctx) })
 }
 
+// CompactFamily forwards to a table.FamilyCompacter (with faults);
+// errors.ErrUnsupported otherwise.
+func (t *Table) CompactFamily(ctx context.Context, family string) error {
+	c, ok := t.Table.(table.FamilyCompacter)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	return t.call("compact family", func() error { return c.CompactFamily(ctx, family) })
+}
+
 func (t *Table) Get(ctx context.Context, family string, keys [][]byte) ([]table.Row, error) {
 	var rows []table.Row
 	err := t.call("get", func() (err error) { rows, err = t.Table.Get(ctx, family, keys); return err })

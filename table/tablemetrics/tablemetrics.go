@@ -198,6 +198,16 @@ func (t *instrumentedTable) Compact(ctx context.Context) error {
 	return c.Compact(ctx)
 }
 
+// CompactFamily forwards to a table.FamilyCompacter; errors.ErrUnsupported
+// otherwise. An administrative call, not timed.
+func (t *instrumentedTable) CompactFamily(ctx context.Context, family string) error {
+	c, ok := t.t.(table.FamilyCompacter)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	return c.CompactFamily(ctx, family)
+}
+
 // GroupRanges forwards to a table.RangeGrouper: a grouping is a local
 // lookup (the HBase client's location cache), not a storage call, and is
 // not timed.
