@@ -281,6 +281,24 @@ func (c *Client) QueueMajorCompaction(ctx context.Context, table, family string)
 	return nil
 }
 
+// Compacting reports whether a compaction runs in any region of table.
+func (c *Client) Compacting(ctx context.Context, table string) (bool, error) {
+	regions, err := c.Regions(ctx, table)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range regions {
+		call := hrpc.NewRegionInfoCall(r.Name)
+		if err := c.onRegionServer(ctx, r, call); err != nil {
+			return false, fmt.Errorf("compaction state of %s: %w", table, err)
+		}
+		if call.Response.(*pb.GetRegionInfoResponse).GetCompactionState() != pb.GetRegionInfoResponse_NONE {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // StoreFiles returns the names of the store files of family in every
 // region of table, as the region servers list them.
 func (c *Client) StoreFiles(ctx context.Context, table, family string) ([]string, error) {

@@ -24,8 +24,9 @@
 #           the compactor (see below), the adapter read from: each store's
 #           compaction done, the cells it replaced still in HBase behind
 #           delete markers until HBase's major compaction
-#   bytes   TSD stopped, data and UID tables flushed and major-compacted,
-#           HFile bytes
+#   bytes   TSD stopped, its data table flushed alone (HFile bytes as it
+#           stands between HBase's weekly major compactions), then data and
+#           UID tables flushed and major-compacted, HFile bytes
 #   read    everything read back from each: untimed passes for READ_WARMUP
 #           (the JVMs of HBase and OpenTSDB compile their read paths after
 #           tens of thousands of calls; one pass over this data set is a
@@ -45,8 +46,10 @@
 # adapter is restarted with COMPACTOR_FLAGS (default: compact closed hours at
 # once, no rate limit), the script waits until the counter
 # COMPACTOR_DONE_METRIC (promhbase_compactor_series_hours_total) on its
-# /metrics reaches the data set's series-hours, measures the data table again
-# ("adapter, compacted") and keeps the compactor running for read and ingest.
+# /metrics reaches the data set's series-hours, measures the data table again,
+# flushed alone (the compactor's sweep of the raw family done) and then after
+# flush + major compaction ("adapter, compacted"), and keeps the compactor
+# running for read and ingest.
 #
 # Knobs: COLD_SERIES (10000), SUSTAIN (20s), SUSTAIN_BATCH (2000), DS_SERIES
 # (1000), DS_ROUNDS (360), INGEST_ROUNDS (900), READ_REPS (10), READ_WARMUP
@@ -301,8 +304,11 @@ start_tsd ds "${prefix}ds-"
 read_fresh "opentsdb=$tsd_url" "tsd=$tsd_pid" "hbase=$hbase_pid"
 
 # --- bytes: HFiles after flush + major compaction --------------------------
-say "flush + major compaction"
 stop_tsd ds
+# OpenTSDB's table as it stands between HBase's weekly major compactions:
+# its compacted rows beside the cells they replaced, masked.
+rec bytes-fresh "$bt" flush "${prefix}ds-tsdb"
+say "flush + major compaction"
 rec bytes "$bt" compact -root "$hbase_root" "${prefix}ds-prom-data" "${prefix}ds-prom-uid" "${prefix}ds-tsdb" "${prefix}ds-tsdb-uid"
 # The adapter's data families are compressed (raw cells SNAPPY, chunks GZ);
 # OpenTSDB's tables are as its create_table.sh makes them (COMPRESSION NONE).
@@ -318,6 +324,9 @@ if [[ -n $has_compactor ]]; then
   wait_series_hours $((ds_series * ((ds_rounds * step_ms + 3600000 - 1) / 3600000)))
   say "adapter: read before HBase's major compaction"
   read_fresh "adapter=$adapter_url" "adapter=$adapter_pid" "hbase=$hbase_pid"
+  # The same, before HBase's major compaction: the compactor's sweep of the
+  # raw family has dropped the raw cells it folded.
+  rec bytes-fresh-compacted "$bt" flush "${prefix}ds-prom-data"
   rec bytes-compacted "$bt" compact -root "$hbase_root" "${prefix}ds-prom-data"
 else
   say "the adapter has no --compactor flags: no compacted figure"

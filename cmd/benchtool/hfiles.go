@@ -132,6 +132,58 @@ func runCompact(args []string) error {
 	return nil
 }
 
+// runFlush flushes each table, waits until none of its regions compacts
+// (the adapter's compactor may have queued a compaction of its raw family),
+// and prints the bytes of the store files its region servers list: the
+// state of the disk between HBase's major compactions, which run weekly.
+func runFlush(args []string) error {
+	tf := parseTableFlags("flush", args)
+	c := hbase.New(hbase.Config{ZooKeeper: tf.zk})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for _, t := range tf.tables {
+		if err := c.FlushTable(ctx, t); err != nil {
+			return err
+		}
+		// A compaction may be queued but not yet running: quiet twice in a row.
+		for quiet := 0; quiet < 2; {
+			busy, err := c.Compacting(ctx, t)
+			if err != nil {
+				return err
+			}
+			if quiet++; busy {
+				quiet = 0
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s: compactions still running: %w", t, ctx.Err())
+			case <-time.After(time.Second):
+			}
+		}
+		fams, err := c.TableFamilies(ctx, t)
+		if err != nil {
+			return err
+		}
+		var total int64
+		for _, f := range fams {
+			files, err := c.StoreFiles(ctx, t, f.Name)
+			if err != nil {
+				return err
+			}
+			for _, name := range files {
+				fi, err := os.Stat(strings.TrimPrefix(name, "file:"))
+				if err != nil {
+					return fmt.Errorf("%s: store file %s (HBase on this machine's file system only): %w", t, name, err)
+				}
+				total += fi.Size()
+			}
+		}
+		fmt.Printf("table=%s hfile_bytes=%d\n", t, total)
+	}
+	return nil
+}
+
 func runDU(args []string) error {
 	tf := parseTableFlags("du", args)
 	for _, t := range tf.tables {

@@ -43,6 +43,7 @@ var subcommands = map[string]subcommand{
 	"otsdb-tables": {"create OpenTSDB's tables on HBase", runOTSDBTables},
 	"compact":      {"flush + major-compact tables and print their HFile bytes", runCompact},
 	"du":           {"print HFile bytes of tables", runDU},
+	"flush":        {"flush tables, wait for their compactions, print their live HFile bytes", runFlush},
 	"drop":         {"disable and delete the tables with a name prefix", runDrop},
 	"cold":         {"UID cold start: 10,000 new series, then sustained new strings/s", runCold},
 	"load":         {"write the disk-usage data set into a target", runLoad},

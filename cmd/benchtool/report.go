@@ -141,7 +141,7 @@ func reportBytes(rs records, samples float64) {
 	raw, comp := rs.findTable("bytes", "prom-data"), rs.findTable("bytes-compacted", "prom-data")
 	otsdb := rs.findTable("bytes", "tsdb")
 	prom := pb.num("block_bytes")
-	fmt.Printf("Bytes on disk, %.0f samples (data table HFiles after flush + major compaction; the Prometheus block's whole directory):\n\n", samples)
+	fmt.Printf("Bytes on disk, %.0f samples (data table HFiles after flush + major compaction, or, where the row says so, after a flush alone, as a table stands between HBase's weekly major compactions; the Prometheus block's whole directory):\n\n", samples)
 	fmt.Println("| store | bytes | bytes/sample | / OpenTSDB | / Prometheus block |")
 	fmt.Println("|---|---|---|---|---|")
 	row := func(name string, b float64) {
@@ -149,7 +149,13 @@ func reportBytes(rs records, samples float64) {
 	}
 	row("adapter, raw cells", raw)
 	row("adapter, compacted", comp)
+	if b := rs.findTable("bytes-fresh-compacted", "prom-data"); b > 0 {
+		row("adapter, compacted, before HBase's major compaction (raw family swept by the compactor)", b)
+	}
 	row("OpenTSDB 2.4.1, after its row compaction", otsdb)
+	if b := rs.findTable("bytes-fresh", "tsdb"); b > 0 {
+		row("OpenTSDB 2.4.1, after its row compaction, before HBase's major compaction", b)
+	}
 	if b := rs.findTable("bytes-snappy", "tsdb"); b > 0 {
 		row("OpenTSDB 2.4.1, after its row compaction, table re-compressed SNAPPY", b)
 	}
