@@ -265,15 +265,21 @@ func (c *Client) MajorCompactTable(ctx context.Context, table string) error {
 	return nil
 }
 
-// QueueMajorCompaction asks every region of table for a major compaction
-// of family and returns without waiting for them: each region server runs
-// it from its compaction queue.
-func (c *Client) QueueMajorCompaction(ctx context.Context, table, family string) error {
+// FlushAndCompactFamily flushes each region of table in turn and asks it
+// for a major compaction of family, without waiting for the compactions:
+// each region server runs them from its compaction queue. Region by region,
+// so that when ctx ends part way the regions done are done; the flush
+// first, since a major compaction rewrites files only, and deletes still in
+// a memstore would keep the cells they hide in the files.
+func (c *Client) FlushAndCompactFamily(ctx context.Context, table, family string) error {
 	regions, err := c.Regions(ctx, table)
 	if err != nil {
 		return err
 	}
 	for _, r := range regions {
+		if err := c.onRegionServer(ctx, r, hrpc.NewFlushRegionCall(r.Name)); err != nil {
+			return fmt.Errorf("flush %s: %w", table, err)
+		}
 		if err := c.onRegionServer(ctx, r, hrpc.NewCompactRegionCall(r.Name, family, true)); err != nil {
 			return fmt.Errorf("compact family %s of %s: %w", family, table, err)
 		}

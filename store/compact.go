@@ -225,6 +225,8 @@ func (c *Compactor) Pass(ctx context.Context) (PassStats, error) {
 const (
 	tidyEvery   = 10 * time.Minute
 	tidyTimeout = time.Minute
+	// sweepTimeout bounds a sweep of FamilyRaw (sweepRaw).
+	sweepTimeout = 5 * time.Minute
 )
 
 // tidy has the backend rewrite the compaction table without the marks
@@ -282,7 +284,10 @@ func (c *Compactor) sweepRaw(ctx context.Context, st PassStats) {
 		return
 	}
 	began := time.Now()
-	tctx, cancel := context.WithTimeout(ctx, tidyTimeout)
+	// The next pass waits for this one: a flush per region of the data
+	// table, done one by one, takes its time on a large table (the regions
+	// done before a timeout stay done).
+	tctx, cancel := context.WithTimeout(ctx, sweepTimeout)
 	defer cancel()
 	// Whatever happens, the next try waits RawSweepEvery: a failure to ask
 	// is not retried pass after pass.

@@ -33,15 +33,12 @@ func (t *Table) Compact(ctx context.Context) error {
 	return nil
 }
 
-// CompactFamily flushes the table, so that what its memstores hold of the
-// family reaches files, and queues a major compaction of the family in
-// every region, which rewrites its files without the deleted cells and
-// their markers.
+// CompactFamily flushes each region, so that what its memstore holds of
+// the family reaches files, and queues a major compaction of the family
+// in it, which rewrites its files without the deleted cells and their
+// markers.
 func (t *Table) CompactFamily(ctx context.Context, family string) error {
-	if err := t.c.FlushTable(ctx, t.name); err != nil {
-		return fmt.Errorf("hbasetable: compact family %s of %s: %w", family, t.name, err)
-	}
-	if err := t.c.QueueMajorCompaction(ctx, t.name, family); err != nil {
+	if err := t.c.FlushAndCompactFamily(ctx, t.name, family); err != nil {
 		return fmt.Errorf("hbasetable: %w", err)
 	}
 	return nil
