@@ -27,7 +27,7 @@ func newCompactMetrics(reg prometheus.Registerer) (*compactMetrics, error) {
 		seriesHours:  counter("promhbase_compactor_series_hours_total", "Hour rows of a series compacted (rewritten as chunk cells)."),
 		rawDeleted:   counter("promhbase_compactor_raw_cells_deleted_total", "Raw sample cells folded into chunk cells and deleted."),
 		bytesWritten: counter("promhbase_compactor_bytes_written_total", "Bytes of chunk cells written (qualifiers and values)."),
-		errors:       counter("promhbase_compactor_errors_total", "Bucket-hours whose compaction failed, and passes that could not read the compaction table."),
+		errors:       counter("promhbase_compactor_errors_total", "Bucket-hours whose compaction failed, passes that could not read the compaction table, and raw-family sweeps that could not be asked for."),
 		passes:       counter("promhbase_compactor_passes_total", "Compaction passes started."),
 		rawSweeps:    counter("promhbase_compactor_raw_sweeps_total", "Major compactions of the raw family asked for, to drop the raw cells the passes deleted (--compactor.raw-sweep-interval)."),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{
