@@ -215,18 +215,38 @@ func (c *Client) onRegionServer(ctx context.Context, r *RegionInfo, call *hrpc.C
 	return nil
 }
 
-// FlushTable flushes the memstores of every region of a table to files.
-func (c *Client) FlushTable(ctx context.Context, table string) error {
+// eachRegion calls f on every region of table, in turn, and stops at the
+// first error, which it returns as f gave it.
+func (c *Client) eachRegion(ctx context.Context, table string, f func(r *RegionInfo) error) error {
 	regions, err := c.Regions(ctx, table)
 	if err != nil {
 		return err
 	}
 	for _, r := range regions {
-		if err := c.onRegionServer(ctx, r, hrpc.NewFlushRegionCall(r.Name)); err != nil {
-			return fmt.Errorf("flush %s: %w", table, err)
+		if err := f(r); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// compacting reports whether a compaction runs in region r.
+func (c *Client) compacting(ctx context.Context, r *RegionInfo) (bool, error) {
+	call := hrpc.NewRegionInfoCall(r.Name)
+	if err := c.onRegionServer(ctx, r, call); err != nil {
+		return false, err
+	}
+	return call.Response.(*pb.GetRegionInfoResponse).GetCompactionState() != pb.GetRegionInfoResponse_NONE, nil
+}
+
+// FlushTable flushes the memstores of every region of a table to files.
+func (c *Client) FlushTable(ctx context.Context, table string) error {
+	return c.eachRegion(ctx, table, func(r *RegionInfo) error {
+		if err := c.onRegionServer(ctx, r, hrpc.NewFlushRegionCall(r.Name)); err != nil {
+			return fmt.Errorf("flush %s: %w", table, err)
+		}
+		return nil
+	})
 }
 
 // MajorCompactTable major-compacts every region of a table and waits until
@@ -247,12 +267,11 @@ func (c *Client) MajorCompactTable(ctx context.Context, table string) error {
 	for _, r := range regions {
 		seen := false
 		for attempt := 0; ; attempt++ {
-			call := hrpc.NewRegionInfoCall(r.Name)
-			if err := c.onRegionServer(ctx, r, call); err != nil {
+			busy, err := c.compacting(ctx, r)
+			if err != nil {
 				return fmt.Errorf("compact %s: %w", table, err)
 			}
-			st := call.Response.(*pb.GetRegionInfoResponse).GetCompactionState()
-			if st != pb.GetRegionInfoResponse_NONE {
+			if busy {
 				seen = true
 			} else if seen || time.Since(start) > 2*time.Second {
 				break
@@ -272,19 +291,15 @@ func (c *Client) MajorCompactTable(ctx context.Context, table string) error {
 // first, since a major compaction rewrites files only, and deletes still in
 // a memstore would keep the cells they hide in the files.
 func (c *Client) FlushAndCompactFamily(ctx context.Context, table, family string) error {
-	regions, err := c.Regions(ctx, table)
-	if err != nil {
-		return err
-	}
-	for _, r := range regions {
+	return c.eachRegion(ctx, table, func(r *RegionInfo) error {
 		if err := c.onRegionServer(ctx, r, hrpc.NewFlushRegionCall(r.Name)); err != nil {
 			return fmt.Errorf("flush %s: %w", table, err)
 		}
 		if err := c.onRegionServer(ctx, r, hrpc.NewCompactRegionCall(r.Name, family, true)); err != nil {
 			return fmt.Errorf("compact family %s of %s: %w", family, table, err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // Compacting reports whether a compaction runs in any region of table.
@@ -294,11 +309,11 @@ func (c *Client) Compacting(ctx context.Context, table string) (bool, error) {
 		return false, err
 	}
 	for _, r := range regions {
-		call := hrpc.NewRegionInfoCall(r.Name)
-		if err := c.onRegionServer(ctx, r, call); err != nil {
+		busy, err := c.compacting(ctx, r)
+		if err != nil {
 			return false, fmt.Errorf("compaction state of %s: %w", table, err)
 		}
-		if call.Response.(*pb.GetRegionInfoResponse).GetCompactionState() != pb.GetRegionInfoResponse_NONE {
+		if busy {
 			return true, nil
 		}
 	}
@@ -308,17 +323,17 @@ func (c *Client) Compacting(ctx context.Context, table string) (bool, error) {
 // StoreFiles returns the names of the store files of family in every
 // region of table, as the region servers list them.
 func (c *Client) StoreFiles(ctx context.Context, table, family string) ([]string, error) {
-	regions, err := c.Regions(ctx, table)
-	if err != nil {
-		return nil, err
-	}
 	var out []string
-	for _, r := range regions {
+	err := c.eachRegion(ctx, table, func(r *RegionInfo) error {
 		call := hrpc.NewStoreFilesCall(r.Name, family)
 		if err := c.onRegionServer(ctx, r, call); err != nil {
-			return nil, fmt.Errorf("store files of family %s of %s: %w", family, table, err)
+			return fmt.Errorf("store files of family %s of %s: %w", family, table, err)
 		}
 		out = append(out, call.Response.(*pb.GetStoreFileResponse).GetStoreFile()...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
