@@ -56,15 +56,15 @@ func (e *BatchError) Unwrap() []error {
 // good.
 //
 // Concurrent calls share Multis (unless Config.DisableWriteCoalescing): a
-// call's mutations for a server wait while a Multi of mutations is in flight
-// to it, and the next Multi carries those of every call that waited, one
-// RegionAction per region holding all of them (see coalesce.go). A call
-// returns once every one of its own mutations is acknowledged, or with the
-// errors of its own that failed. One whose context ends returns at once;
-// its mutations already on their way may still be applied, which only ever
-// happens to a call that reports an error, and which a retry of it makes no
-// worse: a put or delete of a cell at a given timestamp applied twice is
-// applied once.
+// call's mutations for a server wait while Config.WriteMultisInFlight Multis
+// of mutations are in flight to it, and the next Multi carries those of
+// every call that waited, one RegionAction per region holding all of them
+// (see coalesce.go). A call returns once every one of its own mutations is
+// acknowledged, or with the errors of its own that failed. One whose
+// context ends returns at once; its mutations already on their way may
+// still be applied, which only ever happens to a call that reports an
+// error, and which a retry of it makes no worse: a put or delete of a cell
+// at a given timestamp applied twice is applied once.
 func (c *Client) MutateBatch(ctx context.Context, table string, muts []*hrpc.Mutation) error {
 	for _, m := range muts {
 		if err := m.Check(); err != nil {

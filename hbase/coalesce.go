@@ -13,12 +13,14 @@ import (
 // locks, a WAL append and sync, the memstore), so small batches from many
 // concurrent callers (one remote-write request each, its series spread
 // over every salt bucket's region) cost it far more as Multis of their own
-// than merged. So MutateBatch's parts for a server queue while a Multi of
-// mutations is in flight to it; the sender of that Multi, once it is
-// answered, takes everything queued for the server (within a Multi's
-// bounds) into the next. There is no timer: when a server is idle a part
-// goes at once, and the batching comes only from the calls that arrive
-// while a Multi is on its way, as with a group commit of a database log.
+// than merged. So MutateBatch's parts for a server queue while
+// Config.WriteMultisInFlight Multis of mutations are in flight to it; the
+// sender of a Multi, once it is answered, takes everything queued for the
+// server (within a Multi's bounds) into the next. There is no timer: a
+// part goes at once while the server has fewer Multis in flight, and the
+// batching comes only from the calls that arrive beyond them, as with a
+// group commit of a database log. Several Multis in flight, not one, since
+// a region server serves each on a handler of its own, in parallel.
 //
 // Each part keeps its own call's retries: the sender hands every part what
 // became of its actions (done, to retry, failed for good), and the calls
@@ -93,7 +95,7 @@ func (c *Client) enqueue(p *part) {
 		q.servers[p.addr] = wq
 	}
 	wq.waiting = append(wq.waiting, p)
-	parts := wq.next()
+	parts := wq.next(c.cfg.WriteMultisInFlight)
 	q.mu.Unlock()
 	if parts != nil {
 		go c.sender(p.addr, parts)
@@ -101,15 +103,16 @@ func (c *Client) enqueue(p *part) {
 }
 
 // maxFullMultis bounds the Multis of writes in flight to one server:
-// beyond the first, a Multi goes only when a full Multi's worth waits,
-// since such a queue gains nothing by waiting, and big writes (an import)
-// keep the parallelism they had with Multis of their own.
+// beyond Config.WriteMultisInFlight, a Multi goes only when a full Multi's
+// worth waits, since such a queue gains nothing by waiting, and big writes
+// (an import) keep the parallelism they had with Multis of their own.
 const maxFullMultis = 8
 
 // next takes the parts of a Multi that may go now, with a sender of its
-// own, or returns nil.
-func (wq *writeQueue) next() []*part {
-	if len(wq.waiting) == 0 || wq.inFlight >= maxFullMultis || (wq.inFlight > 0 && !wq.full()) {
+// own, or returns nil; free is how many Multis may be in flight whether
+// full or not.
+func (wq *writeQueue) next(free int) []*part {
+	if len(wq.waiting) == 0 || wq.inFlight >= max(maxFullMultis, free) || (wq.inFlight >= free && !wq.full()) {
 		return nil
 	}
 	wq.inFlight++
@@ -197,7 +200,7 @@ func (c *Client) sender(addr string, parts []*part) {
 			parts = nil
 		} else {
 			parts = wq.take()
-			more = wq.next()
+			more = wq.next(c.cfg.WriteMultisInFlight)
 		}
 		q.mu.Unlock()
 		if more != nil {

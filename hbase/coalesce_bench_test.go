@@ -19,7 +19,8 @@ import (
 // PROMHBASE_BENCH_CALLERS) each send batches of 200 one-cell rows of 1,000
 // series spread over 16 salt buckets, into a table of one region per
 // bucket and into one of a single region; each call with Multis of its own
-// (separate) and sharing them (merged). With PROMHBASE_HBASE_PID,
+// (separate), sharing them beyond the default Multis in flight per server
+// (merged), and beyond one (merged-1). With PROMHBASE_HBASE_PID,
 // hbase-cpu-ns/cell is the HBase JVM's CPU per cell.
 func BenchmarkConcurrentSmallBatches(b *testing.B) {
 	callers := 4
@@ -32,6 +33,7 @@ func BenchmarkConcurrentSmallBatches(b *testing.B) {
 	}{
 		{"separate", Config{DisableWriteCoalescing: true}},
 		{"merged", Config{}},
+		{"merged-1", Config{WriteMultisInFlight: 1}},
 	}
 	for _, regions := range []int{16, 1} {
 		for _, mode := range modes {

@@ -19,10 +19,17 @@ import (
 
 // newHeldCluster is a fake cluster whose region server, a, holds the
 // first hold Multis until the test releases them, and reports every Multi
-// that arrives.
+// that arrives. Its client sends one Multi of writes at a time to a server
+// (WriteMultisInFlight 1), so that every call made while one is held
+// waits for the next.
 func newHeldCluster(t *testing.T, hold int32) *fakeCluster {
 	t.Helper()
-	f := newFakeCluster(t, Config{RPCTimeout: 20 * time.Second}, nil)
+	return newHeldClusterInFlight(t, hold, 1)
+}
+
+func newHeldClusterInFlight(t *testing.T, hold int32, inFlight int) *fakeCluster {
+	t.Helper()
+	f := newFakeCluster(t, Config{RPCTimeout: 20 * time.Second, WriteMultisInFlight: inFlight}, nil)
 	f.a.multis.arrived = make(chan *pb.MultiRequest, 64)
 	f.a.multis.release = make(chan struct{})
 	f.a.multis.hold.Store(hold)
@@ -374,4 +381,54 @@ func TestFullMultisGoInParallel(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSent(t, f, big, 1, 1)
+}
+
+// TestMultisInFlightBeforeSharing: with WriteMultisInFlight 3, the first
+// three calls each go at once in a Multi of their own, all three held by
+// the server at the same time; the calls after them wait, and share the
+// Multi that goes once one of the three is answered.
+func TestMultisInFlightBeforeSharing(t *testing.T) {
+	const inFlight, waiting = 3, 4
+	f := newHeldClusterInFlight(t, inFlight, inFlight)
+	ctx := testCtx(t)
+	var first []<-chan error
+	for k := range inFlight {
+		first = append(first, startBatch(ctx, f.c, rowsOf(k, 2)))
+		select {
+		case req := <-f.a.multis.arrived: // held
+			if got := regionActionRows(req); len(got) != 1 || len(got[0]) != 2 || got[0][0] != fmt.Sprintf("c%d-0", k) {
+				t.Fatalf("Multi %d carries %v, want call %d's 2 rows alone", k, got, k)
+			}
+		case <-ctx.Done():
+			t.Fatalf("call %d waited while %d Multis were in flight, fewer than %d", k, k, inFlight)
+		}
+	}
+	var calls []<-chan error
+	for k := inFlight; k < inFlight+waiting; k++ {
+		calls = append(calls, startBatch(ctx, f.c, rowsOf(k, 3)))
+		waitQueued(t, f.c, f.a.addr(), k-inFlight+1)
+	}
+	f.a.multis.release <- struct{}{}
+	shared := <-f.a.multis.arrived
+	var want []string
+	for k := inFlight; k < inFlight+waiting; k++ {
+		for _, m := range rowsOf(k, 3) {
+			want = append(want, string(m.Row))
+		}
+	}
+	if got := regionActionRows(shared); len(got) != 1 || !slices.Equal(got[0], want) {
+		t.Fatalf("the Multi after the first answer: %v, want one region action holding %v", got, want)
+	}
+	for range inFlight - 1 {
+		f.a.multis.release <- struct{}{}
+	}
+	for k, done := range append(first, calls...) {
+		if err := <-done; err != nil {
+			t.Fatalf("call %d: %v", k, err)
+		}
+	}
+	st := f.c.Stats()
+	if st.CallsPerMulti[0] != inFlight || st.CallsPerMulti[2] != 1 || st.CallsInMultis != inFlight+waiting {
+		t.Errorf("calls per Multi %v (sum %d): want %d Multis of 1 call and one of %d", st.CallsPerMulti, st.CallsInMultis, inFlight, waiting)
+	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
+	"github.com/prom-hbase/prom-hbase/hbase"
 	"github.com/prom-hbase/prom-hbase/hbase/hbasemetrics"
 	"github.com/prom-hbase/prom-hbase/labels2uid"
 	"github.com/prom-hbase/prom-hbase/remote"
@@ -141,6 +142,7 @@ type storageFlags struct {
 	zkRoot           string
 	rpcTimeout       time.Duration
 	coalesce         bool
+	multisInFlight   int
 	tablePrefix      string
 	retention        model.Duration
 	retentionSet     bool
@@ -166,8 +168,10 @@ func addStorageFlags(app *kingpin.Application, c *storageFlags) {
 		Default("/hbase").StringVar(&c.zkRoot)
 	app.Flag("hbase.rpc-timeout", "Timeout of one HBase RPC attempt.").
 		Default("10s").DurationVar(&c.rpcTimeout)
-	app.Flag("hbase.coalesce-writes", "Let concurrent write requests share HBase Multi calls: while one is in flight to a region server, the requests for that server wait and the next carries them all. Each request is still answered only once its own samples are acknowledged.").
+	app.Flag("hbase.coalesce-writes", "Let concurrent write requests share HBase Multi calls: while --hbase.write-multis-in-flight Multis are in flight to a region server, the requests for that server wait and the next carries them all. Each request is still answered only once its own samples are acknowledged.").
 		Default("true").BoolVar(&c.coalesce)
+	app.Flag("hbase.write-multis-in-flight", "With --hbase.coalesce-writes, how many Multi calls of writes go to one region server at once before further requests for it wait to share the next: fewer merge more requests into each (less HBase CPU per sample), more keep more of the region server's handlers busy.").
+		Default(strconv.Itoa(hbase.DefaultWriteMultisInFlight)).IntVar(&c.multisInFlight)
 	app.Flag("hbase.table-prefix", "Prefix of the table names (<prefix>prom-data, <prefix>prom-uid); may carry a namespace, e.g. 'metrics:'.").
 		Default("").StringVar(&c.tablePrefix)
 	app.Flag("storage.retention", "How long samples are kept, counted from each sample's own time (0: forever). Becomes the data table's TTL.").
@@ -238,9 +242,12 @@ func run(args []string) int {
 // openDB opens the backend the flags name.
 func openDB(ctx context.Context, cfg *storageFlags, logger *slog.Logger) (table.DB, error) {
 	if cfg.zkQuorum != "" {
+		if cfg.multisInFlight < 1 {
+			return nil, fmt.Errorf("--hbase.write-multis-in-flight=%d: at least 1", cfg.multisInFlight)
+		}
 		logger.Info("opening HBase", "zookeeper", cfg.zkQuorum, "root", cfg.zkRoot)
 		db, err := hbasetable.Open(ctx, hbasetable.Config{ZooKeeper: cfg.zkQuorum, ZKRoot: cfg.zkRoot, RPCTimeout: cfg.rpcTimeout,
-			DisableWriteCoalescing: !cfg.coalesce})
+			DisableWriteCoalescing: !cfg.coalesce, WriteMultisInFlight: cfg.multisInFlight})
 		if err != nil {
 			return nil, fmt.Errorf("connect to HBase via ZooKeeper %s: %w", cfg.zkQuorum, err)
 		}

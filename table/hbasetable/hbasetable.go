@@ -28,6 +28,10 @@ type Config struct {
 	// own instead of sharing them with concurrent ones (see
 	// hbase.Config.DisableWriteCoalescing).
 	DisableWriteCoalescing bool
+	// WriteMultisInFlight is how many Multis of writes go to one region
+	// server at once before further writes wait to share one (0: the
+	// client's default; see hbase.Config.WriteMultisInFlight).
+	WriteMultisInFlight int
 }
 
 // DB is an HBase cluster as a table.DB.
@@ -43,7 +47,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		return nil, errors.New("hbasetable: no ZooKeeper quorum given")
 	}
 	db := &DB{c: hbase.New(hbase.Config{ZooKeeper: cfg.ZooKeeper, ZKRoot: cfg.ZKRoot, RPCTimeout: cfg.RPCTimeout,
-		DisableWriteCoalescing: cfg.DisableWriteCoalescing})}
+		DisableWriteCoalescing: cfg.DisableWriteCoalescing, WriteMultisInFlight: cfg.WriteMultisInFlight})}
 	if err := db.Ping(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("hbasetable: connect to HBase via ZooKeeper %s: %w", cfg.ZooKeeper, err)
