@@ -71,11 +71,7 @@ func (s *suite) waitCompacted(minDeleted float64) compactorState {
 	deadline := time.Now().Add(6 * time.Minute)
 	for {
 		var st compactorState
-		for _, url := range s.adapterURLs {
-			m, err := scrapeMetrics(s.ctx, url+"/metrics")
-			if err != nil {
-				s.t.Fatalf("metrics of %s: %v", url, err)
-			}
+		for _, m := range s.adapterMetrics() {
 			st.hours += m.get("promhbase_compactor_series_hours_total", "")
 			st.deleted += m.get("promhbase_compactor_raw_cells_deleted_total", "")
 			st.lag = max(st.lag, m.get("promhbase_compactor_lag_seconds", ""))
@@ -90,17 +86,26 @@ func (s *suite) waitCompacted(minDeleted float64) compactorState {
 	}
 }
 
+// adapterMetrics scrapes the metrics of every adapter of the suite.
+func (s *suite) adapterMetrics() []metrics {
+	out := make([]metrics, 0, len(s.adapterURLs))
+	for _, url := range s.adapterURLs {
+		m, err := scrapeMetrics(s.ctx, url+"/metrics")
+		if err != nil {
+			s.t.Fatalf("metrics of %s: %v", url, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
 // waitRawSweep waits until some adapter's compactor has had the raw family
 // swept (promhbase_compactor_raw_sweeps_total).
 func (s *suite) waitRawSweep() {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		sweeps := 0.0
-		for _, url := range s.adapterURLs {
-			m, err := scrapeMetrics(s.ctx, url+"/metrics")
-			if err != nil {
-				s.t.Fatalf("metrics of %s: %v", url, err)
-			}
+		for _, m := range s.adapterMetrics() {
 			sweeps += m.get("promhbase_compactor_raw_sweeps_total", "")
 		}
 		if sweeps > 0 {

@@ -239,14 +239,17 @@ func (c *Client) compacting(ctx context.Context, r *RegionInfo) (bool, error) {
 	return call.Response.(*pb.GetRegionInfoResponse).GetCompactionState() != pb.GetRegionInfoResponse_NONE, nil
 }
 
+// flushRegion flushes the memstore of region r of table to files.
+func (c *Client) flushRegion(ctx context.Context, table string, r *RegionInfo) error {
+	if err := c.onRegionServer(ctx, r, hrpc.NewFlushRegionCall(r.Name)); err != nil {
+		return fmt.Errorf("flush %s: %w", table, err)
+	}
+	return nil
+}
+
 // FlushTable flushes the memstores of every region of a table to files.
 func (c *Client) FlushTable(ctx context.Context, table string) error {
-	return c.eachRegion(ctx, table, func(r *RegionInfo) error {
-		if err := c.onRegionServer(ctx, r, hrpc.NewFlushRegionCall(r.Name)); err != nil {
-			return fmt.Errorf("flush %s: %w", table, err)
-		}
-		return nil
-	})
+	return c.eachRegion(ctx, table, func(r *RegionInfo) error { return c.flushRegion(ctx, table, r) })
 }
 
 // MajorCompactTable major-compacts every region of a table and waits until
@@ -292,8 +295,8 @@ func (c *Client) MajorCompactTable(ctx context.Context, table string) error {
 // a memstore would keep the cells they hide in the files.
 func (c *Client) FlushAndCompactFamily(ctx context.Context, table, family string) error {
 	return c.eachRegion(ctx, table, func(r *RegionInfo) error {
-		if err := c.onRegionServer(ctx, r, hrpc.NewFlushRegionCall(r.Name)); err != nil {
-			return fmt.Errorf("flush %s: %w", table, err)
+		if err := c.flushRegion(ctx, table, r); err != nil {
+			return err
 		}
 		if err := c.onRegionServer(ctx, r, hrpc.NewCompactRegionCall(r.Name, family, true)); err != nil {
 			return fmt.Errorf("compact family %s of %s: %w", family, table, err)
