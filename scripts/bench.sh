@@ -30,12 +30,14 @@
 #   read    everything read back from each: untimed passes for READ_WARMUP
 #           (the JVMs of HBase and OpenTSDB compile their read paths after
 #           tens of thousands of calls; one pass over this data set is a
-#           few hundred), then READ_REPS timed passes; the first pass is
-#           reported too, cold
+#           few hundred), then more in windows of 3 s until five in a row
+#           agree within 10 % (benchtool read -steady; at most 3 min), then
+#           READ_REPS timed passes; the first pass is reported too, cold
 #   ingest  after an untimed third, INGEST_ROUNDS more rounds of the same
 #           series (from now on) at 2,000 samples per request, half as many
 #           at 200, 4 in flight, until durable; CPU of adapter + HBase and
-#           of TSD + HBase
+#           of TSD + HBase; INGEST_REPS times each, the two systems taking
+#           turns to go first, the median reported
 #   histograms  HIST_SERIES x HIST_ROUNDS native histograms (schema 3, 20-40
 #           buckets, one every 15 s) into an adapter on tables of their own
 #           and into a Prometheus TSDB block; HFile bytes raw and after the
@@ -52,7 +54,7 @@
 # running for read and ingest.
 #
 # Knobs: COLD_SERIES (10000), SUSTAIN (20s), SUSTAIN_BATCH (2000), DS_SERIES
-# (1000), DS_ROUNDS (360), INGEST_ROUNDS (900), READ_REPS (10), READ_WARMUP
+# (1000), DS_ROUNDS (360), INGEST_ROUNDS (900), INGEST_REPS (3), READ_REPS (10), READ_WARMUP
 # (20s), HIST_SERIES
 # (200; 0 leaves histograms out), HIST_ROUNDS (480), BENCH_ONLY=histograms
 # (that step and its table only), BENCH_ONLY=import (only the import of
@@ -71,7 +73,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 
 cold_series=${COLD_SERIES:-10000} sustain=${SUSTAIN:-20s} sustain_batch=${SUSTAIN_BATCH:-2000}
-ds_series=${DS_SERIES:-1000} ds_rounds=${DS_ROUNDS:-360} ingest_rounds=${INGEST_ROUNDS:-900}
+ds_series=${DS_SERIES:-1000} ds_rounds=${DS_ROUNDS:-360} ingest_rounds=${INGEST_ROUNDS:-900} ingest_reps=${INGEST_REPS:-3}
 read_reps=${READ_REPS:-10} read_warmup=${READ_WARMUP:-20s}
 hist_series=${HIST_SERIES:-200} hist_rounds=${HIST_ROUNDS:-480}
 import_series=${IMPORT_SERIES:-10000} import_hours=${IMPORT_HOURS:-8}
@@ -356,14 +358,27 @@ for t in "adapter=$adapter_url" "opentsdb=$tsd_url"; do
   "$bt" load -target "$t" -run ds -series "$ds_series" -start "$ingest_start" -step "$step_ms" -rounds "$warm" > /dev/null
 done
 skip=$warm
+# INGEST_REPS rounds of the pair, the order swapped each time: HBase keeps
+# compiling its write path (and gets through its own flushes) for a while,
+# and whichever system went second would gain from it. The report takes the
+# median of each.
 for per in 2000 200; do
   r=$ingest_rounds
   [[ $per == 200 ]] && r=$((ingest_rounds / 2))
-  say "ingest at $per samples per request"
-  in=(-run ds -series "$ds_series" -start "$ingest_start" -step "$step_ms" -rounds "$r" -skip-rounds "$skip" -samples-per-request "$per")
-  rec ingest "$bt" ingest -target "adapter=$adapter_url" "${in[@]}" -pid "adapter=$adapter_pid" -pid "hbase=$hbase_pid"
-  rec ingest "$bt" ingest -target "opentsdb=$tsd_url" "${in[@]}" -pid "tsd=$tsd_pid" -pid "hbase=$hbase_pid"
-  skip=$((skip + r))
+  for ((rep = 1; rep <= ingest_reps; rep++)); do
+    say "ingest at $per samples per request, $rep of $ingest_reps"
+    order=(adapter opentsdb)
+    ((rep % 2 == 0)) && order=(opentsdb adapter)
+    for t in "${order[@]}"; do
+      in=(-run ds -series "$ds_series" -start "$ingest_start" -step "$step_ms" -rounds "$r" -skip-rounds "$skip" -samples-per-request "$per")
+      if [[ $t == adapter ]]; then
+        rec "ingest rep=$rep" "$bt" ingest -target "adapter=$adapter_url" "${in[@]}" -pid "adapter=$adapter_pid" -pid "hbase=$hbase_pid"
+      else
+        rec "ingest rep=$rep" "$bt" ingest -target "opentsdb=$tsd_url" "${in[@]}" -pid "tsd=$tsd_pid" -pid "hbase=$hbase_pid"
+      fi
+      skip=$((skip + r))
+    done
+  done
 done
 
 # The adapter of the reads and ingest stays up; the histogram one is its own.

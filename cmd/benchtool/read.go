@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"sync"
@@ -37,6 +38,9 @@ func runRead(args []string) error {
 	fs.Var(&m.pids, "pid", "name=PID of a process whose CPU time over the timed passes to report (repeatable)")
 	warmFor := fs.Duration("warmup", 0, "then more untimed passes until this long has passed since the first: "+
 		"a JVM compiles a method after some ten thousand calls, which one pass over a small data set does not reach")
+	tol := fs.Float64("steady", 0.10, "then more untimed passes, in windows of 3 s, until five windows in a row "+
+		"agree within this fraction (steady.go); 0: no such wait")
+	warmMax := fs.Duration("warmup-max", 3*time.Minute, "the longest the untimed passes go on waiting for -steady")
 	_ = fs.Parse(args)
 	t, err := parseTarget(*tgt)
 	if err != nil {
@@ -87,6 +91,20 @@ func runRead(args []string) error {
 			return err
 		}
 	}
+	settled := "off"
+	if *tol > 0 {
+		n, ok, windows, err := untilSteady(pass, began, max(*warmMax, *warmFor), warmWindow, *tol)
+		if err != nil {
+			return err
+		}
+		warmups += n
+		settled = fmt.Sprintf("%t", ok)
+		if !ok {
+			slog.Warn("read rate not steady when the warm-up ended: still climbing, or noisier than -steady",
+				"target", t.kind, "warmup_max", *warmMax, "window_rates", windows[max(0, len(windows)-steadyWindows):])
+		}
+	}
+	warmSecs := time.Since(began).Seconds()
 	rates := make([]float64, 0, *reps)
 	if err := m.start(); err != nil {
 		return err
@@ -103,8 +121,8 @@ func runRead(args []string) error {
 		return err
 	}
 	slices.Sort(rates)
-	fmt.Printf("target=%s via=%s samples=%d reps=%d warmup_passes=%d first_pass_samples_per_sec=%.0f samples_per_sec=%.0f min=%.0f max=%.0f%s\n",
-		t.kind, via, want, *reps, warmups, cold, rates[len(rates)/2], rates[0], rates[len(rates)-1],
+	fmt.Printf("target=%s via=%s samples=%d reps=%d warmup_passes=%d warmup_s=%.0f steady=%s first_pass_samples_per_sec=%.0f samples_per_sec=%.0f min=%.0f max=%.0f%s\n",
+		t.kind, via, want, *reps, warmups, warmSecs, settled, cold, rates[len(rates)/2], rates[0], rates[len(rates)-1],
 		formatCPU(cpu, float64(want)*float64(*reps)/1e6, "million"))
 	return nil
 }

@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -26,6 +28,16 @@ type records []record
 
 // find returns the first record whose fields include every key=value of kv.
 func (rs records) find(kv ...string) record {
+	if all := rs.findAll(kv...); len(all) > 0 {
+		return all[0]
+	}
+	return record{}
+}
+
+// findAll returns every record whose fields have the given values, in the
+// order they were written.
+func (rs records) findAll(kv ...string) records {
+	var out records
 next:
 	for _, r := range rs {
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -33,9 +45,9 @@ next:
 				continue next
 			}
 		}
-		return r
+		out = append(out, r)
 	}
-	return record{}
+	return out
 }
 
 // findTable returns the bytes of the table of a step whose name ends in
@@ -204,16 +216,56 @@ func reportRead(rs records) {
 }
 
 func reportIngest(rs records) {
-	fmt.Println("Ingest until durable, 4 requests in flight (CPU: adapter + HBase against TSD + HBase):")
+	fmt.Println("Ingest until durable, 4 requests in flight (CPU: adapter + HBase against TSD + HBase; the median of the runs, the two systems taking turns to go first; the range of the ratios of the runs in brackets):")
 	fmt.Println()
-	fmt.Println("| samples/request | adapter samples/s | OpenTSDB samples/s | adapter / OpenTSDB | adapter+HBase CPU-s per M samples | TSD+HBase CPU-s per M samples | adapter / OpenTSDB |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Println("| samples/request | runs | adapter samples/s | OpenTSDB samples/s | adapter / OpenTSDB | adapter+HBase CPU-s per M samples | TSD+HBase CPU-s per M samples | adapter / OpenTSDB |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, n := range []string{"2000", "200"} {
-		a := rs.find("step", "ingest", "target", "adapter", "samples_per_request", n)
-		o := rs.find("step", "ingest", "target", "opentsdb", "samples_per_request", n)
-		ar, or := a.num("samples_per_sec"), o.num("samples_per_sec")
-		ac, oc := a.num("cpu_s_total_per_million"), o.num("cpu_s_total_per_million")
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s |\n", n, fig(ar, 0), fig(or, 0), ratio(ar, or), fig(ac, 1), fig(oc, 1), ratio(ac, oc))
+		a := rs.findAll("step", "ingest", "target", "adapter", "samples_per_request", n)
+		o := rs.findAll("step", "ingest", "target", "opentsdb", "samples_per_request", n)
+		ar, or := median(a, "samples_per_sec"), median(o, "samples_per_sec")
+		ac, oc := median(a, "cpu_s_total_per_million"), median(o, "cpu_s_total_per_million")
+		fmt.Printf("| %s | %d | %s | %s | %s%s | %s | %s | %s%s |\n", n, min(len(a), len(o)),
+			fig(ar, 0), fig(or, 0), ratio(ar, or), ratioRange(a, o, "samples_per_sec"),
+			fig(ac, 1), fig(oc, 1), ratio(ac, oc), ratioRange(a, o, "cpu_s_total_per_million"))
 	}
 	fmt.Println()
+}
+
+// median is the median of key over rs (the mean of the middle two for an
+// even count); 0 for none.
+func median(rs records, key string) float64 {
+	v := make([]float64, 0, len(rs))
+	for _, r := range rs {
+		v = append(v, r.num(key))
+	}
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	m := len(v) / 2
+	if len(v)%2 == 0 {
+		return (v[m-1] + v[m]) / 2
+	}
+	return v[m]
+}
+
+// ratioRange is " (lo-hi)" over the ratios of key of the runs of a and b
+// taken in pairs, in the order they ran; empty for fewer than two pairs.
+func ratioRange(a, b records, key string) string {
+	n := min(len(a), len(b))
+	if n < 2 {
+		return ""
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i := range n {
+		if d := b[i].num(key); d > 0 {
+			r := a[i].num(key) / d
+			lo, hi = min(lo, r), max(hi, r)
+		}
+	}
+	if lo > hi {
+		return ""
+	}
+	return fmt.Sprintf(" (%.2f-%.2f)", lo, hi)
 }
