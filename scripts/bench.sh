@@ -358,10 +358,10 @@ for t in "adapter=$adapter_url" "opentsdb=$tsd_url"; do
   "$bt" load -target "$t" -run ds -series "$ds_series" -start "$ingest_start" -step "$step_ms" -rounds "$warm" > /dev/null
 done
 skip=$warm
-# INGEST_REPS rounds of the pair, the order swapped each time: HBase keeps
-# compiling its write path (and gets through its own flushes) for a while,
-# and whichever system went second would gain from it. The report takes the
-# median of each.
+# INGEST_REPS runs of each system, taking turns to go first: HBase's state
+# moves while it ingests (its compiler, its memstores, their flushes), and a
+# system that always went second would always meet the state the other left
+# behind. The report takes the median of each.
 for per in 2000 200; do
   r=$ingest_rounds
   [[ $per == 200 ]] && r=$((ingest_rounds / 2))
