@@ -9,7 +9,7 @@ import (
 // read through HBase or OpenTSDB keeps speeding up long after a fixed
 // warm-up: measured on this repository's bench data, a freshly started
 // HBase served the adapter's streamed read at 4-7M samples/s for the first
-// 15 s of passes, 9-12M at 20-25 s, and 13.5-14.3M from 30 s on, where it
+// 15 s of passes, 9-12M at 20-26 s, and 13.3-14.3M from 28 s on, where it
 // stayed. Operators run their stores for weeks; the comparison that means
 // something is of each store in its steady state. So the timed passes wait
 // until the rate stops climbing, the same rule for every target (a Go
