@@ -40,6 +40,13 @@ func (d discardDB) Describe(ctx context.Context, name string) (table.TableSpec, 
 	return d.DB.Describe(ctx, name)
 }
 
+func (d discardDB) AddFamily(ctx context.Context, name string, fam table.FamilySpec) error {
+	if strings.HasSuffix(name, DataTableSuffix) {
+		return nil
+	}
+	return d.DB.AddFamily(ctx, name, fam)
+}
+
 func (d discardDB) AlterFamily(ctx context.Context, name string, fam table.FamilySpec) error {
 	if strings.HasSuffix(name, DataTableSuffix) {
 		return nil

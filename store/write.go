@@ -1,8 +1,11 @@
 package store
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/common/model"
@@ -25,7 +28,10 @@ type writer struct {
 	sid   []byte
 	buf   []byte    // row keys, qualifiers and values of every cell
 	refs  []cellRef // the cells as offsets into buf, while buf grows
-	cells []table.Cell
+	// runs and sorted are sortByRow's scratch.
+	runs   []rowRun
+	sorted []cellRef
+	cells  []table.Cell
 	// refused marks the series left without a UID (the kind's space is used
 	// up); nil when none is.
 	refused []bool
@@ -78,6 +84,7 @@ func (s *Store) Write(ctx context.Context, batch []SeriesIn) error {
 	if len(w.refs) == 0 {
 		return refusedErr
 	}
+	w.sortByRow()
 	w.cellsFromRefs()
 	// The compactor's to-do marks go first (compact_todo.go).
 	if err := s.noteDirty(ctx, w.cells); err != nil {
@@ -106,6 +113,45 @@ func (s *Store) beginWrite(ctx context.Context, batch []SeriesIn, check func(*Se
 	}
 	return w, s.refusedError(w, batch), nil
 }
+
+// sortByRow puts w.refs in row key order, keeping the order of the cells of
+// one row (the last of equal cells still wins). HBase inserts a Multi's
+// cells into its memstore, a skip list, one after another: in key order each
+// insert walks the path the one before it left in the CPU's caches, where a
+// request's series, salted into every bucket, would send each insert down
+// another. Measured (BENCHMARKS.md, "Ingest at 200 samples per request:
+// cells in row order"): HBase 25-28 % less CPU per sample at 200 samples a
+// request, for the adapter a sort of about 200 x 8 comparisons.
+func (w *writer) sortByRow() {
+	buf := w.buf
+	// The cells of one row come in runs (a series' samples of one hour):
+	// sorting the runs costs a comparison per series, not per sample.
+	w.runs = w.runs[:0]
+	for i := 0; i < len(w.refs); {
+		j := i + 1
+		for j < len(w.refs) && w.refs[j].row == w.refs[i].row {
+			j++
+		}
+		w.runs = append(w.runs, rowRun{i, j})
+		i = j
+	}
+	refs := w.refs
+	slices.SortFunc(w.runs, func(a, b rowRun) int {
+		ra, rb := refs[a.start], refs[b.start]
+		if c := bytes.Compare(buf[ra.row:ra.rowEnd], buf[rb.row:rb.rowEnd]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.start, b.start) // equal rows keep their order
+	})
+	w.sorted = w.sorted[:0]
+	for _, r := range w.runs {
+		w.sorted = append(w.sorted, refs[r.start:r.end]...)
+	}
+	w.refs, w.sorted = w.sorted, w.refs
+}
+
+// rowRun is w.refs[start:end], cells of one row.
+type rowRun struct{ start, end int }
 
 // cellsFromRefs sets w.cells to the raw cells of w.refs, aliasing w.buf.
 func (w *writer) cellsFromRefs() {
