@@ -177,7 +177,7 @@ func (w *writer) cellsFromRefs() {
 const maxPooledCells = 1 << 16
 
 func (s *Store) putWriter(w *writer) {
-	if cap(w.cells) <= maxPooledCells && cap(w.refs) <= maxPooledCells {
+	if cap(w.cells) <= maxPooledCells && cap(w.refs) <= maxPooledCells && cap(w.sorted) <= maxPooledCells {
 		s.writers.Put(w)
 	}
 }
