@@ -370,12 +370,10 @@ for per in 2000 200; do
     order=(adapter opentsdb)
     ((rep % 2 == 0)) && order=(opentsdb adapter)
     for t in "${order[@]}"; do
-      in=(-run ds -series "$ds_series" -start "$ingest_start" -step "$step_ms" -rounds "$r" -skip-rounds "$skip" -samples-per-request "$per")
-      if [[ $t == adapter ]]; then
-        rec "ingest rep=$rep" "$bt" ingest -target "adapter=$adapter_url" "${in[@]}" -pid "adapter=$adapter_pid" -pid "hbase=$hbase_pid"
-      else
-        rec "ingest rep=$rep" "$bt" ingest -target "opentsdb=$tsd_url" "${in[@]}" -pid "tsd=$tsd_pid" -pid "hbase=$hbase_pid"
-      fi
+      who=(-target "adapter=$adapter_url" -pid "adapter=$adapter_pid")
+      [[ $t == opentsdb ]] && who=(-target "opentsdb=$tsd_url" -pid "tsd=$tsd_pid")
+      rec "ingest rep=$rep" "$bt" ingest "${who[@]}" -pid "hbase=$hbase_pid" -run ds -series "$ds_series" -start "$ingest_start" \
+        -step "$step_ms" -rounds "$r" -skip-rounds "$skip" -samples-per-request "$per"
       skip=$((skip + r))
     done
   done
