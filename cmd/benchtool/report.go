@@ -239,6 +239,13 @@ func median(rs records, key string) float64 {
 	for _, r := range rs {
 		v = append(v, r.num(key))
 	}
+	return medianOf(v)
+}
+
+// medianOf sorts v in place and returns its median: the mean of the middle
+// two for an even count, 0 for none. The read and the steady-state windows
+// use it too, so every reported median means the same.
+func medianOf(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
 	}

@@ -55,8 +55,7 @@ func untilSteady(pass func() (float64, error), began time.Time, limit, window ti
 			passes++
 			rates = append(rates, r)
 		}
-		slices.Sort(rates)
-		windows = append(windows, rates[len(rates)/2])
+		windows = append(windows, medianOf(rates))
 	}
 	return passes, true, windows, nil
 }
