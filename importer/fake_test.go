@@ -13,12 +13,10 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/prom-hbase/prom-hbase/hbase/hbasetest"
 	"github.com/prom-hbase/prom-hbase/rowkey"
 	"github.com/prom-hbase/prom-hbase/store"
 	"github.com/prom-hbase/prom-hbase/table"
-	"github.com/prom-hbase/prom-hbase/table/hbasetable"
-	"github.com/prom-hbase/prom-hbase/table/pebbletable"
+	"github.com/prom-hbase/prom-hbase/table/testdb"
 )
 
 // fakeSource is generated history: units of two hours, each with series
@@ -173,34 +171,7 @@ func (it *fakeIter) At() store.SeriesIn { return it.out }
 func (it *fakeIter) Err() error         { return nil }
 func (it *fakeIter) Close() error       { return nil }
 
-// backend opens a fresh DB and a table prefix of its own.
-type backend struct {
-	name string
-	open func(tb testing.TB) (table.DB, string)
-}
-
-var backends = []backend{{"pebble", openPebble}, {"hbase", openHBase}}
-
-func openPebble(tb testing.TB) (table.DB, string) {
-	db, err := pebbletable.Open(tb.TempDir(), pebbletable.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db, ""
-}
-
-func openHBase(tb testing.TB) (table.DB, string) {
-	zk := hbasetest.ZK(tb)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	db, err := hbasetable.Open(ctx, hbasetable.Config{ZooKeeper: zk, ZKRoot: hbasetest.ZKRoot()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db, fmt.Sprintf("import_%d_", time.Now().UnixNano())
-}
+func openPebble(tb testing.TB) (table.DB, string) { return testdb.Pebble(tb) }
 
 // target is a store and a state on a backend.
 type target struct {
@@ -223,12 +194,9 @@ func openTarget(tb testing.TB, db table.DB, prefix string) target {
 }
 
 func forEachBackend(t *testing.T, f func(t *testing.T, tg target)) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			db, prefix := b.open(t)
-			f(t, openTarget(t, db, prefix))
-		})
-	}
+	testdb.ForEach(t, "import", func(t *testing.T, db table.DB, prefix string) {
+		f(t, openTarget(t, db, prefix))
+	})
 }
 
 func pebbleTarget(tb testing.TB) target {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/prom-hbase/prom-hbase/table/testdb"
 )
 
 // BenchmarkAssignNew assigns the strings of one Prometheus-sized request of
@@ -12,9 +14,9 @@ import (
 // reports new strings per second; on HBase (PROMHBASE_TEST_ZK set) it is the
 // cold-start figure of BENCHMARKS.md without the HTTP layer.
 func BenchmarkAssignNew(b *testing.B) {
-	for _, be := range backends {
-		b.Run(be.name, func(b *testing.B) {
-			db, prefix := be.open(b)
+	for _, be := range testdb.Backends("labels2uid") {
+		b.Run(be.Name, func(b *testing.B) {
+			db, prefix := be.Open(b)
 			tbl := uidTable(b, db, prefix+"uid")
 			r, err := New(context.Background(), tbl, Config{})
 			if err != nil {

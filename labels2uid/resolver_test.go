@@ -8,54 +8,19 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/prom-hbase/prom-hbase/hbase/hbasetest"
 	"github.com/prom-hbase/prom-hbase/table"
-	"github.com/prom-hbase/prom-hbase/table/hbasetable"
 	"github.com/prom-hbase/prom-hbase/table/pebbletable"
+	"github.com/prom-hbase/prom-hbase/table/testdb"
 )
 
-// backend opens a fresh DB and returns it with a table-name prefix unique to
-// the test.
-type backend struct {
-	name string
-	open func(tb testing.TB) (table.DB, string)
-}
-
-var backends = []backend{{name: "pebble", open: openPebble}, {name: "hbase", open: openHBase}}
-
-func openHBase(t testing.TB) (table.DB, string) {
-	zk := hbasetest.ZK(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	db, err := hbasetable.Open(ctx, hbasetable.Config{ZooKeeper: zk, ZKRoot: hbasetest.ZKRoot()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db, fmt.Sprintf("labels2uid_%d_", time.Now().UnixNano())
-}
-
-func openPebble(t testing.TB) (table.DB, string) {
-	db, err := pebbletable.Open(t.TempDir(), pebbletable.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db, ""
-}
+func openPebble(tb testing.TB) (table.DB, string) { return testdb.Pebble(tb) }
 
 func forEachBackend(t *testing.T, f func(t *testing.T, db table.DB, prefix string)) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			db, prefix := b.open(t)
-			f(t, db, prefix)
-		})
-	}
+	testdb.ForEach(t, "labels2uid", f)
 }
 
 func uidTable(t testing.TB, db table.DB, name string) table.Table {

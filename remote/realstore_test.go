@@ -2,15 +2,12 @@ package remote
 
 import (
 	"context"
-	"fmt"
 	"testing"
-	"time"
 
-	"github.com/prom-hbase/prom-hbase/hbase/hbasetest"
 	"github.com/prom-hbase/prom-hbase/store"
 	"github.com/prom-hbase/prom-hbase/table"
-	"github.com/prom-hbase/prom-hbase/table/hbasetable"
 	"github.com/prom-hbase/prom-hbase/table/pebbletable"
+	"github.com/prom-hbase/prom-hbase/table/testdb"
 )
 
 func openPebbleStore(tb testing.TB) *store.Store {
@@ -43,15 +40,8 @@ func TestPrometheusClientsPebble(t *testing.T) {
 // fresh prefix (the tables outlive the test).
 func openHBaseStore(tb testing.TB) *store.Store {
 	tb.Helper()
-	zk := hbasetest.ZK(tb)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	db, err := hbasetable.Open(ctx, hbasetable.Config{ZooKeeper: zk, ZKRoot: hbasetest.ZKRoot()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = db.Close() })
-	return openStore(tb, db, fmt.Sprintf("remote_test_%d_", time.Now().UnixNano()))
+	db, prefix := testdb.HBase(tb, "remote_test")
+	return openStore(tb, db, prefix)
 }
 
 // TestPrometheusClientsHBase runs it on the real store over HBase.

@@ -129,8 +129,8 @@ func BenchmarkWrite(b *testing.B) {
 		benchWrite(b, discardDB{db}, "")
 	})
 	for _, be := range backends {
-		b.Run(be.name, func(b *testing.B) {
-			db, prefix := be.open(b)
+		b.Run(be.Name, func(b *testing.B) {
+			db, prefix := be.Open(b)
 			benchWrite(b, db, prefix)
 		})
 	}
@@ -140,8 +140,8 @@ func BenchmarkWrite(b *testing.B) {
 // operation.
 func BenchmarkRead(b *testing.B) {
 	for _, be := range backends {
-		b.Run(be.name, func(b *testing.B) {
-			db, prefix := be.open(b)
+		b.Run(be.Name, func(b *testing.B) {
+			db, prefix := be.Open(b)
 			ctx := context.Background()
 			s := openStore(b, db, Config{TablePrefix: prefix})
 			const nSeries, hours = 200, 6

@@ -12,8 +12,8 @@ import (
 // compacted ones (where the chunked read passes stored chunks through).
 func BenchmarkSelectChunks(b *testing.B) {
 	for _, be := range backends {
-		b.Run(be.name, func(b *testing.B) {
-			db, prefix := be.open(b)
+		b.Run(be.Name, func(b *testing.B) {
+			db, prefix := be.Open(b)
 			ctx := context.Background()
 			const nSeries, hours, perHour = 200, 6, 240
 			t0 := int64(1_760_000_000_000) / hour * hour

@@ -348,9 +348,9 @@ func (m *compactModel) diagnose(t testing.TB, s *Store) {
 func TestCompactProperty(t *testing.T) {
 	rounds := map[string]int{"pebble": 40, "hbase": 12}
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			db, prefix := b.open(t)
-			testCompactProperty(t, db, prefix, rounds[b.name])
+		t.Run(b.Name, func(t *testing.T) {
+			db, prefix := b.Open(t)
+			testCompactProperty(t, db, prefix, rounds[b.Name])
 		})
 	}
 }

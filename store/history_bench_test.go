@@ -119,12 +119,12 @@ func BenchmarkWriteHistory(b *testing.B) {
 	})
 	for _, be := range backends {
 		for _, repeat := range []bool{false, true} {
-			name := be.name + "/new"
+			name := be.Name + "/new"
 			if repeat {
-				name = be.name + "/repeat"
+				name = be.Name + "/repeat"
 			}
 			b.Run(name, func(b *testing.B) {
-				db, prefix := be.open(b)
+				db, prefix := be.Open(b)
 				benchWriteHistory(b, db, prefix, repeat, nil)
 			})
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prom-hbase/prom-hbase/table"
 	"github.com/prom-hbase/prom-hbase/table/hbasetable"
+	"github.com/prom-hbase/prom-hbase/table/testdb"
 )
 
 // BenchmarkSelectChunksPerMetric reads compacted hours one metric at a time,
@@ -25,15 +26,15 @@ func BenchmarkSelectChunksPerMetric(b *testing.B) {
 		// one: on HBase a write of a few hundred samples costs half as much
 		// in one region, a read of a small metric several times more.
 		for _, regions := range []int{0, 1} {
-			b.Run(fmt.Sprintf("%s/regions=%d", be.name, regions), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/regions=%d", be.Name, regions), func(b *testing.B) {
 				benchSelectPerMetric(b, be, regions)
 			})
 		}
 	}
 }
 
-func benchSelectPerMetric(b *testing.B, be backend, regions int) {
-	db, prefix := be.open(b)
+func benchSelectPerMetric(b *testing.B, be testdb.Backend, regions int) {
+	db, prefix := be.Open(b)
 	ctx := context.Background()
 	const nSeries, hours, perHour, metrics = 1000, 2, 240, 50
 	t0 := int64(1_760_000_000_000) / hour * hour

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -12,49 +11,18 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/prom-hbase/prom-hbase/hbase/hbasetest"
 	"github.com/prom-hbase/prom-hbase/table"
-	"github.com/prom-hbase/prom-hbase/table/hbasetable"
-	"github.com/prom-hbase/prom-hbase/table/pebbletable"
+	"github.com/prom-hbase/prom-hbase/table/testdb"
 )
 
-// backend opens a fresh DB and returns it with a table prefix unique to the
-// test.
-type backend struct {
-	name string
-	open func(tb testing.TB) (table.DB, string)
-}
+// backends are Pebble and the test HBase, each a fresh DB (testdb).
+var backends = testdb.Backends("store")
 
-var backends = []backend{{"pebble", openPebble}, {"hbase", openHBase}}
-
-func openPebble(tb testing.TB) (table.DB, string) {
-	db, err := pebbletable.Open(tb.TempDir(), pebbletable.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db, ""
-}
-
-func openHBase(tb testing.TB) (table.DB, string) {
-	zk := hbasetest.ZK(tb)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	db, err := hbasetable.Open(ctx, hbasetable.Config{ZooKeeper: zk, ZKRoot: hbasetest.ZKRoot()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db, fmt.Sprintf("store_%d_", time.Now().UnixNano())
-}
+func openPebble(tb testing.TB) (table.DB, string) { return testdb.Pebble(tb) }
+func openHBase(tb testing.TB) (table.DB, string)  { return testdb.HBase(tb, "store") }
 
 func forEachBackend(t *testing.T, f func(t *testing.T, db table.DB, prefix string)) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			db, prefix := b.open(t)
-			f(t, db, prefix)
-		})
-	}
+	testdb.ForEach(t, "store", f)
 }
 
 func openStore(tb testing.TB, db table.DB, cfg Config) *Store {
