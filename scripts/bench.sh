@@ -32,7 +32,11 @@
 #           tens of thousands of calls; one pass over this data set is a
 #           few hundred), then more in windows of 3 s until five in a row
 #           agree within 10 % (benchtool read -steady; at most 3 min), then
-#           READ_REPS timed passes; the first pass is reported too, cold
+#           READ_REPS timed passes (READ_STREAMED_REPS for a streamed read,
+#           whose pass is ~10x shorter); the first pass is reported too,
+#           cold. The adapter and Prometheus then read READ_ROUNDS - 1 times
+#           more each, warm, taking turns to go first; the median of the
+#           rounds is reported, with the range of the paired ratios
 #   ingest  after an untimed third, INGEST_ROUNDS more rounds of the same
 #           series (from now on) at 2,000 samples per request, half as many
 #           at 200, 4 in flight, until durable; CPU of adapter + HBase and
@@ -54,7 +58,7 @@
 # running for read and ingest.
 #
 # Knobs: COLD_SERIES (10000), SUSTAIN (20s), SUSTAIN_BATCH (2000), DS_SERIES
-# (1000), DS_ROUNDS (360), INGEST_ROUNDS (900), INGEST_REPS (3), READ_REPS (10), READ_WARMUP
+# (1000), DS_ROUNDS (360), INGEST_ROUNDS (900), INGEST_REPS (3), READ_REPS (10), READ_STREAMED_REPS (100), READ_ROUNDS (3), READ_WARMUP
 # (20s), HIST_SERIES
 # (200; 0 leaves histograms out), HIST_ROUNDS (480), BENCH_ONLY=histograms
 # (that step and its table only), BENCH_ONLY=import (only the import of
@@ -74,7 +78,7 @@ cd "$repo"
 
 cold_series=${COLD_SERIES:-10000} sustain=${SUSTAIN:-20s} sustain_batch=${SUSTAIN_BATCH:-2000}
 ds_series=${DS_SERIES:-1000} ds_rounds=${DS_ROUNDS:-360} ingest_rounds=${INGEST_ROUNDS:-900} ingest_reps=${INGEST_REPS:-3}
-read_reps=${READ_REPS:-10} read_warmup=${READ_WARMUP:-20s}
+read_reps=${READ_REPS:-10} read_streamed_reps=${READ_STREAMED_REPS:-100} read_rounds=${READ_ROUNDS:-3} read_warmup=${READ_WARMUP:-20s}
 hist_series=${HIST_SERIES:-200} hist_rounds=${HIST_ROUNDS:-480}
 import_series=${IMPORT_SERIES:-10000} import_hours=${IMPORT_HOURS:-8}
 otsdb_import_series=${OTSDB_IMPORT_SERIES:-1000} otsdb_import_rounds=${OTSDB_IMPORT_ROUNDS:-360}
@@ -337,11 +341,27 @@ fi
 # --- read: everything back ---------------------------------------------------
 say "reads"
 start_tsd ds "${prefix}ds-"
+# The adapter and Prometheus in rounds, taking turns to go first: a single
+# timed stretch each, minutes apart, let the machine's drift decide the ratio
+# (0.53x-0.84x over the runs of one day, the read code unchanged). The first
+# round warms each up until steady; the later ones only take one untimed pass.
 for mode in streamed samples; do
-  rec read "$bt" read -target "adapter=$adapter_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$read_reps" -warmup "$read_warmup" \
-    -pid "adapter=$adapter_pid" -pid "hbase=$hbase_pid"
-  [[ $prom == none ]] || rec read "$bt" read -target "prometheus=$prom_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$read_reps" -warmup "$read_warmup" \
-    -pid "prometheus=$prom_pid"
+  reps=$read_reps
+  [[ $mode == streamed ]] && reps=$read_streamed_reps
+  for ((round = 1; round <= read_rounds; round++)); do
+    warm=(-warmup "$read_warmup")
+    ((round == 1)) || warm=(-warmup 0s -steady 0)
+    order=(adapter prometheus)
+    ((round % 2)) || order=(prometheus adapter)
+    for who in "${order[@]}"; do
+      case $who in
+        adapter) rec read "$bt" read -target "adapter=$adapter_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$reps" "${warm[@]}" \
+          -pid "adapter=$adapter_pid" -pid "hbase=$hbase_pid" ;;
+        prometheus) [[ $prom == none ]] || rec read "$bt" read -target "prometheus=$prom_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$reps" "${warm[@]}" \
+          -pid "prometheus=$prom_pid" ;;
+      esac
+    done
+  done
 done
 rec read "$bt" read -target "opentsdb=$tsd_url" "${ds[@]}" -rounds "$ds_rounds" -reps "$read_reps" -warmup "$read_warmup" \
   -pid "tsd=$tsd_pid" -pid "hbase=$hbase_pid"

@@ -181,23 +181,33 @@ func reportBytes(rs records, samples float64) {
 }
 
 func reportRead(rs records) {
-	type reader struct{ rate, cold, cpu float64 }
-	get := func(step, target, via string) reader {
-		r := rs.find("step", step, "target", target, "via", via)
-		return reader{r.num("samples_per_sec"), r.num("first_pass_samples_per_sec"), r.num("cpu_s_total_per_million")}
+	// A reader may have read in several rounds (bench.sh's READ_ROUNDS):
+	// its figures are the medians over them, its first pass the first
+	// round's.
+	type reader struct {
+		rate, cold, cpu float64
+		runs            records
 	}
+	get := func(step, target, via string) reader {
+		runs := rs.findAll("step", step, "target", target, "via", via)
+		if len(runs) == 0 {
+			return reader{}
+		}
+		return reader{median(runs, "samples_per_sec"), runs[0].num("first_pass_samples_per_sec"), median(runs, "cpu_s_total_per_million"), runs}
+	}
+	vs := func(a, b reader) string { return ratio(a.rate, b.rate) + ratioRange(a.runs, b.runs, "samples_per_sec") }
 	o := get("read", "opentsdb", "api/query")
 	ps, pm := get("read", "prometheus", "streamed"), get("read", "prometheus", "samples")
 	as, am := get("read", "adapter", "streamed"), get("read", "adapter", "samples")
-	fmt.Println("Read everything back, metric by metric, 4 queries in flight, after major compaction (median of the passes after the warm-up; the first pass of each reader, cold, beside it; CPU over the timed passes: adapter + HBase, TSD + HBase, Prometheus):")
+	fmt.Printf("Read everything back, metric by metric, 4 queries in flight, after major compaction (median of the passes after the warm-up; the adapter and Prometheus in %d rounds each, taking turns to go first: the median of the rounds, and the range of the ratios of the rounds in brackets; the first pass of each reader, cold, beside it; CPU over the timed passes: adapter + HBase, TSD + HBase, Prometheus):\n", len(as.runs))
 	fmt.Println()
 	fmt.Println("| reader | samples/s | / OpenTSDB | / Prometheus, same response type | first pass, samples/s | CPU-s per M samples |")
 	fmt.Println("|---|---|---|---|---|---|")
 	row := func(name string, r reader, vsO, vsP string) {
 		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", name, fig(r.rate, 0), vsO, vsP, fig(r.cold, 0), fig(r.cpu, 3))
 	}
-	row("adapter, streamed remote read", as, ratio(as.rate, o.rate), ratio(as.rate, ps.rate))
-	row("adapter, sampled remote read", am, ratio(am.rate, o.rate), ratio(am.rate, pm.rate))
+	row("adapter, streamed remote read", as, ratio(as.rate, o.rate), vs(as, ps))
+	row("adapter, sampled remote read", am, ratio(am.rate, o.rate), vs(am, pm))
 	row("OpenTSDB /api/query (aggregator none)", o, "1.00", "")
 	row("Prometheus, streamed remote read", ps, ratio(ps.rate, o.rate), "1.00")
 	row("Prometheus, sampled remote read", pm, ratio(pm.rate, o.rate), "1.00")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -39,4 +41,56 @@ step=ingest rep=1 target=adapter samples_per_request=2000 samples_per_sec=1
 	if f := rs.find("step", "ingest", "samples_per_request", "2000"); f.num("samples_per_sec") != 1 {
 		t.Errorf("find: %v", f)
 	}
+}
+
+// TestReadRoundsMedianAndRange: a reader that read in rounds is reported at
+// the median of its rounds, its ratio to Prometheus with the range of the
+// ratios of the rounds, paired in the order they ran; its first pass is the
+// first round's.
+func TestReadRoundsMedianAndRange(t *testing.T) {
+	in := `step=read target=adapter via=streamed samples_per_sec=100 first_pass_samples_per_sec=7 cpu_s_total_per_million=0.3
+step=read target=prometheus via=streamed samples_per_sec=100 first_pass_samples_per_sec=90 cpu_s_total_per_million=0.1
+step=read target=prometheus via=streamed samples_per_sec=100 first_pass_samples_per_sec=95 cpu_s_total_per_million=0.1
+step=read target=adapter via=streamed samples_per_sec=80 first_pass_samples_per_sec=60 cpu_s_total_per_million=0.2
+step=read target=adapter via=streamed samples_per_sec=50 first_pass_samples_per_sec=50 cpu_s_total_per_million=0.1
+step=read target=prometheus via=streamed samples_per_sec=100 first_pass_samples_per_sec=99 cpu_s_total_per_million=0.1
+step=read target=opentsdb via=api/query samples_per_sec=10 first_pass_samples_per_sec=1 cpu_s_total_per_million=1
+`
+	rs, err := parseRecords(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := captureStdout(t, func() { reportRead(rs) })
+	// Ratios of the rounds: 1.0, 0.8 and 0.5; the medians differ from the
+	// first round.
+	want := "| adapter, streamed remote read | 80 | 8.00 | 0.80 (0.50-1.00) | 7 | 0.200 |"
+	if !strings.Contains(out, want) {
+		t.Errorf("report lacks %q:\n%s", want, out)
+	}
+	if !strings.Contains(out, "in 3 rounds each") {
+		t.Errorf("report does not say the rounds:\n%s", out)
+	}
+	if want := "| Prometheus, streamed remote read | 100 | 10.00 | 1.00 | 90 | 0.100 |"; !strings.Contains(out, want) {
+		t.Errorf("report lacks %q:\n%s", want, out)
+	}
+}
+
+// captureStdout returns what f prints to standard output.
+func captureStdout(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = w
+	done := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- string(b)
+	}()
+	defer func() { os.Stdout = old }()
+	f()
+	w.Close()
+	return <-done
 }
