@@ -349,15 +349,15 @@ for mode in streamed samples; do
   reps=$read_reps
   [[ $mode == streamed ]] && reps=$read_streamed_reps
   for ((round = 1; round <= read_rounds; round++)); do
-    warm=(-warmup "$read_warmup")
-    ((round == 1)) || warm=(-warmup 0s -steady 0)
+    read_warm=(-warmup "$read_warmup")
+    ((round == 1)) || read_warm=(-warmup 0s -steady 0)
     order=(adapter prometheus)
     ((round % 2)) || order=(prometheus adapter)
-    for who in "${order[@]}"; do
-      case $who in
-        adapter) rec read "$bt" read -target "adapter=$adapter_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$reps" "${warm[@]}" \
+    for reader in "${order[@]}"; do
+      case $reader in
+        adapter) rec read "$bt" read -target "adapter=$adapter_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$reps" "${read_warm[@]}" \
           -pid "adapter=$adapter_pid" -pid "hbase=$hbase_pid" ;;
-        prometheus) [[ $prom == none ]] || rec read "$bt" read -target "prometheus=$prom_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$reps" "${warm[@]}" \
+        prometheus) [[ $prom == none ]] || rec read "$bt" read -target "prometheus=$prom_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$reps" "${read_warm[@]}" \
           -pid "prometheus=$prom_pid" ;;
       esac
     done

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,9 +120,9 @@ func runRead(args []string) error {
 	if err != nil {
 		return err
 	}
-	mid := medianOf(rates)
+	mid, lo, hi := medianOf(rates), slices.Min(rates), slices.Max(rates)
 	fmt.Printf("target=%s via=%s samples=%d reps=%d warmup_passes=%d warmup_s=%.0f steady=%s first_pass_samples_per_sec=%.0f samples_per_sec=%.0f min=%.0f max=%.0f%s\n",
-		t.kind, via, want, *reps, warmups, warmSecs, settled, cold, mid, rates[0], rates[len(rates)-1],
+		t.kind, via, want, *reps, warmups, warmSecs, settled, cold, mid, lo, hi,
 		formatCPU(cpu, float64(want)*float64(*reps)/1e6, "million"))
 	return nil
 }
