@@ -108,6 +108,12 @@ type Compactor struct {
 	pace   pacer
 	plan   compactPlan
 
+	// Marks of the pass's folds, deleted at its end once markDelay has
+	// passed since marksDue was set (deleteMarks).
+	doneMarks []table.Cell
+	marksDue  time.Time
+	markDelay time.Duration
+
 	// Marks deleted since the compaction table was last tidied, and when.
 	untidy   int
 	lastTidy time.Time
@@ -133,7 +139,7 @@ func newCompactor(layout rowkey.Layout, data, todo table.Table, cfg CompactorCon
 	if err != nil {
 		return nil, err
 	}
-	return &Compactor{cfg: cfg, layout: layout, data: data, todo: todo, id: newProcessID(), m: m, pace: pacer{rate: cfg.Rate}}, nil
+	return &Compactor{cfg: cfg, layout: layout, data: data, todo: todo, id: newProcessID(), m: m, pace: pacer{rate: cfg.Rate}, markDelay: markDelay}, nil
 }
 
 // Run runs passes every Interval until ctx ends. The first pass starts after
@@ -202,6 +208,11 @@ func (c *Compactor) Pass(ctx context.Context) (PassStats, error) {
 			oldest, pending = hour, true
 		}
 	})
+	if derr := c.deleteMarks(ctx, &st); derr != nil && ctx.Err() == nil {
+		st.Errors++
+		c.m.errors.Inc()
+		c.cfg.Logger.Warn("marks of compacted rows not deleted; a later pass folds their rows again", "err", derr)
+	}
 	if pending {
 		closed := time.Unix(int64(oldest)+rowkey.HourSeconds, 0).Add(max(c.cfg.Grace, 0))
 		st.Lag = max(0, now.Sub(closed))

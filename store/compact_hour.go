@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/prom-hbase/prom-hbase/rowkey"
 	"github.com/prom-hbase/prom-hbase/table"
@@ -19,8 +20,8 @@ type metricMarks struct {
 
 // bucketHour compacts the marked metrics of one compaction table row whose
 // marks are quiet, under the row's lease. done reports that nothing of the
-// bucket-hour is left for later. Marks are deleted only after their rows
-// are compacted, exactly the versions read: a mark written meanwhile stays.
+// bucket-hour is left for later. The marks read are queued for deletion
+// (deleteMarks), exactly the versions read: a mark written meanwhile stays.
 func (c *Compactor) bucketHour(ctx context.Context, row table.Row, st *PassStats) (done bool, err error) {
 	hour, salt, ok := parseTodoKey(row.Key)
 	if !ok || (c.layout.SaltWidth() == 0 && salt != 0) || (c.layout.SaltWidth() == 1 && int(salt) >= c.layout.SaltBuckets) {
@@ -71,18 +72,46 @@ func (c *Compactor) bucketHour(ctx context.Context, row table.Row, st *PassStats
 			err = rerr
 		}
 	}()
-	var marks []table.Cell
 	for _, m := range ready {
 		if err := c.compactMetric(ctx, l, salt, m.uid, hour, st); err != nil {
 			return false, fmt.Errorf("metric UID %d of hour %d, bucket %d: %w", m.uid, hour, salt, err)
 		}
-		marks = append(marks, m.marks...)
+		c.doneMarks = append(c.doneMarks, m.marks...)
+		// Every chunk of the metric's rows is acknowledged by now.
+		c.marksDue = time.Now().Add(c.markDelay)
 	}
-	if err := c.guarded(ctx, l, func(ctx context.Context) error { return c.todo.DeleteVersions(ctx, marks) }); err != nil {
-		return false, fmt.Errorf("delete marks: %w", err)
+	return len(ready) == len(metrics), nil
+}
+
+// deleteMarks deletes the marks of the pass's folds once markDelay
+// (MarkDeleteDelay) has passed since the last fold's chunks were
+// acknowledged: a query that read a folded hour's rows early, before its
+// chunks, and its marks within half of that finds the marks and reads the
+// hour again (earlyread.go). Deleting the exact versions read needs no
+// lease: another compactor folding the hour meanwhile deletes the same
+// versions, and a mark written since is another version. Marks left by a
+// failure (or a kill) only have a later pass fold their hours again, which
+// changes nothing.
+func (c *Compactor) deleteMarks(ctx context.Context, st *PassStats) error {
+	marks := c.doneMarks
+	c.doneMarks = nil
+	if len(marks) == 0 {
+		return nil
+	}
+	if d := time.Until(c.marksDue); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	if err := c.todo.DeleteVersions(ctx, marks); err != nil {
+		return fmt.Errorf("delete %d marks of compacted rows: %w", len(marks), err)
 	}
 	st.MarksDeleted += len(marks)
-	return len(ready) == len(metrics), nil
+	return nil
 }
 
 // compactMetric compacts the hour rows of one metric in one bucket-hour,

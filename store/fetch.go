@@ -76,12 +76,13 @@ func (s *Store) newCursor(ctx context.Context, q Query) (*cursor, error) {
 		return c, nil
 	}
 	p, err := s.planQuery(ctx, q.Matchers)
-	if err == nil && p != nil {
-		p.raw, err = s.findRawHours(ctx, p.metricSet(), c.startHour, c.endHour)
-	}
 	if err != nil {
 		cancel()
 		return nil, err
+	}
+	if p != nil {
+		// The first group's phase one reads what it may meanwhile.
+		p.marks = s.startMarks(ctx, p.metricSet(), c.startHour, c.endHour)
 	}
 	c.p = p
 	return c, nil
@@ -132,6 +133,14 @@ func (c *cursor) loadGroup() error {
 	if gl.err != nil {
 		return gl.err
 	}
+	if m := c.p.marks; m != nil {
+		// Phase two and the later groups read after the marks.
+		raw, _, err := m.wait(c.ctx)
+		if err != nil {
+			return err
+		}
+		c.p.raw, c.p.marks = raw, nil
+	}
 	if c.group < len(c.p.groups) {
 		c.loading = c.startGroup(c.group)
 	}
@@ -141,9 +150,10 @@ func (c *cursor) loadGroup() error {
 
 func (c *cursor) startGroup(g int) *groupLoad {
 	gl := &groupLoad{done: make(chan struct{})}
+	marks := c.p.marks
 	go func() {
 		defer close(gl.done)
-		gl.series, gl.err = c.s.findSeries(c.ctx, c.p, c.p.groups[g], c.startHour, c.endHour, !c.q.SeriesOnly)
+		gl.series, gl.err = c.s.findSeries(c.ctx, c.p, c.p.groups[g], c.startHour, c.endHour, !c.q.SeriesOnly, marks)
 	}()
 	return gl
 }
@@ -335,6 +345,9 @@ func (c *cursor) close() {
 	if c.loading != nil {
 		<-c.loading.done
 		c.loading = nil
+	}
+	if c.p != nil && c.p.marks != nil {
+		<-c.p.marks.done
 	}
 	c.series, c.batch, c.spare = nil, nil, nil
 }

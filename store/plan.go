@@ -25,8 +25,11 @@ type queryPlan struct {
 	// values resolved once per distinct UID.
 	post []*postMatcher
 	// raw are the (bucket, metric, hour)s whose rows are read with
-	// FamilyRaw (rawhours.go).
+	// FamilyRaw (rawhours.go), set once marks are read.
 	raw rawHours
+	// marks is the read of raw under way, until the first group's phase
+	// one is done (earlyread.go).
+	marks *marksRead
 }
 
 type metricRef struct {

@@ -73,35 +73,88 @@ type rangeScan struct {
 	budget int // bytes of cells it may keep; <= 0: list keys only
 
 	out   []seriesRef
+	salts []byte // per series in out: its salt bucket
 	bySID map[string]int
 	sid   []byte
 	arena arena
 	// cellBuf is cut into each prefetched row's cells.
 	cellBuf []table.Cell
+	// scans that listed rows: after more than one, a series' rows may be
+	// out of hour order.
+	scans int
+	// dropped: dropMarked ran, so a series may be left without rows.
+	dropped bool
+}
+
+func (s *Store) newRangeScan(metric uint64, conds []rowkey.TagCond, budget int) *rangeScan {
+	return &rangeScan{s: s, metric: metric, conds: conds, budget: budget, bySID: map[string]int{}}
 }
 
 // scanRanges lists the series of a scan task: its FamilyData ranges, then
 // its every-family ranges. A series lives in one salt bucket, so only the
 // task's two scans, each over other hours, return rows of the same series.
 func (s *Store) scanRanges(ctx context.Context, t scanTask, conds []rowkey.TagCond, budget int) ([]seriesRef, error) {
-	rs := &rangeScan{s: s, metric: t.metric, conds: conds, budget: budget, bySID: map[string]int{}}
-	if err := rs.scan(ctx, t.data, FamilyData, t.filter); err != nil {
+	rs := s.newRangeScan(t.metric, conds, budget)
+	if err := rs.scanEach(ctx, t.filter, familyRanges{t.data, FamilyData}, familyRanges{t.all, ""}); err != nil {
 		return nil, err
 	}
-	if err := rs.scan(ctx, t.all, "", t.filter); err != nil {
-		return nil, err
+	return rs.result(), nil
+}
+
+// familyRanges are ranges to read of one family ("" for every family).
+type familyRanges struct {
+	ranges []table.RowRange
+	family string
+}
+
+// scanEach scans each of parts in turn.
+func (rs *rangeScan) scanEach(ctx context.Context, filter *table.KeyFilter, parts ...familyRanges) error {
+	for _, p := range parts {
+		if err := rs.scan(ctx, p.ranges, p.family, filter); err != nil {
+			return err
+		}
 	}
-	if len(t.data) > 0 && len(t.all) > 0 && rs.budget > 0 {
-		// The second scan's hours may come before the first's.
+	return nil
+}
+
+// result is the series found, each one's rows in hour order.
+func (rs *rangeScan) result() []seriesRef {
+	if rs.budget <= 0 {
+		return rs.out
+	}
+	if rs.scans > 1 {
+		// A later scan's hours may come before an earlier one's.
 		for i := range rs.out {
 			slices.SortStableFunc(rs.out[i].rows, func(a, b hourRow) int { return cmp.Compare(a.hour, b.hour) })
 		}
 	}
-	return rs.out, nil
+	if rs.dropped {
+		// Rows of a marked hour that the scan of every family did not find
+		// again (deleted in between): their series may have none left.
+		rs.out = slices.DeleteFunc(rs.out, func(sr seriesRef) bool { return len(sr.rows) == 0 })
+	}
+	return rs.out
+}
+
+// dropMarked drops the kept rows of the hours raw marks, to be read again
+// of every family; a series left without rows is dropped if no later scan
+// finds it again (see result).
+func (rs *rangeScan) dropMarked(raw rawHours) {
+	if rs.budget <= 0 || len(raw) == 0 {
+		return
+	}
+	rs.dropped = true
+	for i := range rs.out {
+		salt := rs.salts[i]
+		rs.out[i].rows = slices.DeleteFunc(rs.out[i].rows, func(r hourRow) bool { return raw.has(salt, rs.metric, r.hour) })
+	}
 }
 
 // scan lists the series of ranges, read of family ("" for every family).
 func (rs *rangeScan) scan(ctx context.Context, ranges []table.RowRange, family string, filter *table.KeyFilter) error {
+	if len(ranges) > 0 {
+		rs.scans++
+	}
 	for len(ranges) > 0 {
 		next, err := rs.run(ctx, ranges, family, filter)
 		if err != nil || next == nil {
@@ -176,6 +229,7 @@ func (rs *rangeScan) add(key []byte) (i int, ok bool, err error) {
 	if !found {
 		i = len(rs.out)
 		rs.out = append(rs.out, seriesRef{sid: string(rs.sid), first: k.BaseHour, last: k.BaseHour, prefetched: rs.budget > 0})
+		rs.salts = append(rs.salts, k.Salt)
 		rs.bySID[rs.out[i].sid] = i
 	}
 	// Rows come by hour within a scan; the second scan of a task may go back.

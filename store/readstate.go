@@ -1,9 +1,25 @@
 package store
 
+import (
+	"sync/atomic"
+	"time"
+)
+
 // readState is the read path's state that lives as long as its Store: the
-// cache of metric names and tag keys.
+// cache of metric names and tag keys, and the early read's settings
+// (earlyread.go).
 type readState struct {
 	names *nameCache
+
+	// markWindow: an early read is kept only if the query's marks were
+	// read within it of the read's send (half of markDelay).
+	markWindow time.Duration
+	// earlyRereads counts early reads read again because the marks took
+	// longer than markWindow.
+	earlyRereads atomic.Int64
+	// Test hooks: run before a query's marks are read, and after the early
+	// read of a task.
+	beforeMarks, afterEarlyRead func()
 }
 
 func (s *Store) readState() *readState { return &s.read }

@@ -37,7 +37,10 @@ type seriesRef struct {
 // prefetch is set and within the budget, their rows (prefetch.go); then
 // their labels resolved, the post matchers applied, and the series sorted by
 // labels.
-func (s *Store) findSeries(ctx context.Context, p *queryPlan, group []metricRef, startHour, endHour uint32, prefetch bool) ([]seriesRef, error) {
+//
+// marks, when not nil, are the query's marks being read: p.raw is not set
+// yet, and each scan reads what it may before they are in (earlyread.go).
+func (s *Store) findSeries(ctx context.Context, p *queryPlan, group []metricRef, startHour, endHour uint32, prefetch bool, marks *marksRead) ([]seriesRef, error) {
 	tasks, err := s.scanTasks(ctx, p, group, startHour, endHour)
 	if err != nil {
 		return nil, err
@@ -60,7 +63,15 @@ func (s *Store) findSeries(ctx context.Context, p *queryPlan, group []metricRef,
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			found, err := s.scanRanges(ctx, t, p.conds, share)
+			var (
+				found []seriesRef
+				err   error
+			)
+			if marks != nil {
+				found, err = s.scanEarly(ctx, t, p.conds, share, marks, startHour, endHour)
+			} else {
+				found, err = s.scanRanges(ctx, t, p.conds, share)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -207,6 +207,16 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.read.names = newNameCache(s.uid, s.uids.Widths())
+	s.read.markWindow = markDelay / 2
+	if cfg.Registerer != nil {
+		rereads := prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "promhbase_read_early_rereads_total",
+			Help: "Scans of a query's older hours read again after its marks, because the marks came back too late to keep what was read meanwhile (DESIGN.md section 5, the early read).",
+		}, func() float64 { return float64(s.read.earlyRereads.Load()) })
+		if err := cfg.Registerer.Register(rereads); err != nil {
+			return nil, fmt.Errorf("store metrics: %w", err)
+		}
+	}
 	s.writers.New = func() any { return new(writer) }
 	s.histories.New = func() any { return new(historyWriter) }
 	return s, nil

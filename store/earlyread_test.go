@@ -1,0 +1,192 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/prom-hbase/prom-hbase/rowkey"
+	"github.com/prom-hbase/prom-hbase/table"
+)
+
+// TestEarlyReadMissesNoFold stages the race the early read must survive
+// (earlyread.go): a query reads an hour's FamilyData rows before the
+// compactor writes the hour's chunks, and reads the hour's marks after the
+// compactor deleted them. With the compactor waiting its mark delay, the
+// marks come back too late for the early read to be kept, and the query
+// reads the hour again: every sample is there. The control, a compactor
+// that deletes the marks at once and a reader that trusts any early read,
+// shows that the staging does produce the race: the hour is missing.
+func TestEarlyReadMissesNoFold(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
+		for _, tc := range []struct {
+			name          string
+			delay, window time.Duration
+			wantAll       bool
+		}{
+			{"compactor waits", 300 * time.Millisecond, 150 * time.Millisecond, true},
+			{"control: no wait, any early read kept", 0, time.Hour, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				p := fmt.Sprintf("%s%t-", prefix, tc.wantAll)
+				for _, prefetch := range []int{-1, 0} {
+					t.Run(fmt.Sprintf("prefetch=%d", prefetch), func(t *testing.T) {
+						testEarlyReadRace(t, db, fmt.Sprintf("%sp%d", p, prefetch+1), prefetch, tc.delay, tc.window, tc.wantAll)
+					})
+				}
+			})
+		}
+	})
+}
+
+func testEarlyReadRace(t *testing.T, db table.DB, prefix string, prefetch int, delay, window time.Duration, wantAll bool) {
+	ctx := context.Background()
+	s := openStore(t, db, Config{TablePrefix: prefix, ReadPrefetchBytes: prefetch, Layout: rowkey.Layout{SaltBuckets: 4}})
+	clock := &testClock{}
+	s.todo.now = clock.now
+	s.read.markWindow = window
+	h0 := time.Now().Add(-6*time.Hour).UnixMilli() / hour * hour
+	var in []SeriesIn
+	for i := range 8 {
+		var samples []Sample
+		for j := range 10 {
+			samples = append(samples, Sample{T: h0 + int64(j)*60000, V: float64(i*100 + j)})
+		}
+		in = append(in, SeriesIn{Labels: lbls("__name__", "m", "i", fmt.Sprint(i)), Samples: samples})
+	}
+	if err := s.Write(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(30 * time.Minute) // the marks are quiet
+	c, err := newCompactor(s.layout, s.data, s.todo.t, CompactorConfig{Rate: -1, now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.markDelay = delay
+
+	// The fold runs after the early read and before the marks are read.
+	early := make(chan struct{})
+	var once sync.Once
+	s.read.afterEarlyRead = func() { once.Do(func() { close(early) }) }
+	var passErr error
+	s.read.beforeMarks = func() {
+		select {
+		case <-early:
+		case <-time.After(10 * time.Second):
+			passErr = fmt.Errorf("no early read")
+			return
+		}
+		_, passErr = c.Pass(ctx)
+	}
+	retries := s.read.earlyRereads.Load()
+	q := Query{Start: h0, End: h0 + hour - 1, Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")}}
+	got := collect(t, s.Select(ctx, q))
+	s.read.afterEarlyRead, s.read.beforeMarks = nil, nil
+	if passErr != nil {
+		t.Fatal(passErr)
+	}
+	assertCompacted(t, s)
+	n := strings.Count(got, "\n")
+	if !wantAll {
+		if n != 0 {
+			t.Fatalf("control: the staged race did not happen, %d series read:\n%s", n, got)
+		}
+		return
+	}
+	if n != len(in) {
+		t.Fatalf("read %d series, want %d:\n%s", n, len(in), got)
+	}
+	for _, want := range []string{pt(h0, 0), pt(h0+9*60000, 709)} {
+		if !strings.Contains(got, want) {
+			t.Errorf("read lacks %s:\n%s", want, got)
+		}
+	}
+	if r := s.read.earlyRereads.Load() - retries; r == 0 {
+		t.Error("the early read was kept although the marks came back after the fold")
+	}
+	// The same query again, nothing racing: every sample, from the chunks.
+	if again := collect(t, s.Select(ctx, q)); again != got {
+		t.Errorf("read again:\n%s\nfirst read:\n%s", again, got)
+	}
+}
+
+// TestCompactorDeletesMarksAfterDelay checks the compactor's side of the
+// early read: the marks of a fold are deleted no sooner than markDelay after
+// its last chunk write was acknowledged, and at the end of the same pass.
+func TestCompactorDeletesMarksAfterDelay(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
+		ctx := context.Background()
+		s := openStore(t, db, Config{TablePrefix: prefix, Layout: rowkey.Layout{SaltBuckets: 2}})
+		clock := &testClock{}
+		s.todo.now = clock.now
+		h0 := time.Now().Add(-6*time.Hour).UnixMilli() / hour * hour
+		for h := range 3 {
+			if err := s.Write(ctx, []SeriesIn{
+				{Labels: lbls("__name__", "m", "i", "a"), Samples: []Sample{{T: h0 + int64(h)*hour, V: 1}}},
+				{Labels: lbls("__name__", "m", "i", "b"), Samples: []Sample{{T: h0 + int64(h)*hour, V: 2}}},
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clock.advance(30 * time.Minute)
+		var (
+			mu                sync.Mutex
+			lastPut, firstDel time.Time
+		)
+		data := &timedTable{Table: s.data, put: func(at time.Time, _ []table.Cell) {
+			mu.Lock()
+			defer mu.Unlock()
+			lastPut = at
+		}, del: func(time.Time, []table.Cell) {}}
+		todo := &timedTable{Table: s.todo.t, put: func(time.Time, []table.Cell) {}, del: func(at time.Time, cells []table.Cell) {
+			mu.Lock()
+			defer mu.Unlock()
+			if firstDel.IsZero() && slices.ContainsFunc(cells, func(c table.Cell) bool { return c.Qualifier[0] == markPrefix }) {
+				firstDel = at
+			}
+		}}
+		c, err := newCompactor(s.layout, data, todo, CompactorConfig{Rate: -1, now: clock.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.markDelay = 200 * time.Millisecond
+		st, err := c.Pass(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.MarksDeleted == 0 || st.SeriesHours != 6 {
+			t.Fatalf("pass: %+v, want 6 series-hours and their marks deleted", st)
+		}
+		assertCompacted(t, s)
+		if firstDel.IsZero() || lastPut.IsZero() {
+			t.Fatalf("no chunk write (%v) or no mark delete (%v) seen", lastPut, firstDel)
+		}
+		if gap := firstDel.Sub(lastPut); gap < c.markDelay {
+			t.Errorf("first mark deleted %v after the last chunk write was acknowledged, want at least %v", gap, c.markDelay)
+		}
+	})
+}
+
+// timedTable reports when a Put was acknowledged and when a DeleteVersions
+// was sent, and of which cells.
+type timedTable struct {
+	table.Table
+	put, del func(time.Time, []table.Cell)
+}
+
+func (t *timedTable) Put(ctx context.Context, cells []table.Cell) error {
+	err := t.Table.Put(ctx, cells)
+	t.put(time.Now(), cells)
+	return err
+}
+
+func (t *timedTable) DeleteVersions(ctx context.Context, cells []table.Cell) error {
+	t.del(time.Now(), cells)
+	return t.Table.DeleteVersions(ctx, cells)
+}
