@@ -18,7 +18,8 @@
 #           label value; seconds, new strings/s, HBase CPU per new string
 #   load    DS_SERIES x DS_ROUNDS samples (counters and gauges, one every
 #           15 s) into the adapter, a TSD and Prometheus; the same samples
-#           into a Prometheus TSDB block
+#           into a Prometheus TSDB block, and as bare XOR chunks per value
+#           kind, raw and deflated (benchtool chunkbytes)
 #   read-fresh  the TSD stopped (it flushes its row compaction), started
 #           again and read from (it also compacts the rows it reads); after
 #           the compactor (see below), the adapter read from: each store's
@@ -291,6 +292,7 @@ rec load "$bt" load -target "adapter=$adapter_url" "${ds[@]}" -rounds "$ds_round
 rec load "$bt" load -target "opentsdb=$tsd_url" "${ds[@]}" -rounds "$ds_rounds"
 [[ $prom == none ]] || rec load "$bt" load -target "prometheus=$prom_url" "${ds[@]}" -rounds "$ds_rounds"
 rec promblock "$bt" promblock -dir "$tmp/block" "${ds[@]}" -rounds "$ds_rounds"
+rec chunkbytes "$bt" chunkbytes "${ds[@]}" -rounds "$ds_rounds"
 
 # --- read-fresh: each store after its own compaction, before HBase's major
 # compaction (which by default comes once a week): the cells each compaction

@@ -361,6 +361,9 @@ func testCompactProperty(t *testing.T, db table.DB, prefix string, rounds int) {
 	rng := rand.New(rand.NewPCG(seed, 2))
 	var rngMu sync.Mutex // hooks write from compactor goroutines
 	s := openStore(t, db, Config{TablePrefix: prefix, ReadBatchSeries: 3, ReadBatchRows: 4, Layout: rowkey.Layout{SaltBuckets: 4}})
+	// Half the runs read early even when the marks are in (earlyread.go).
+	s.read.alwaysEarly = rng.IntN(2) == 0
+	t.Logf("always early: %v", s.read.alwaysEarly)
 	clock := &testClock{}
 	s.todo.now = clock.now // the writers' marks live on the same clock
 	cfg := CompactorConfig{Grace: 10 * time.Minute, Lease: 4 * time.Second, Quiet: MarkRefresh + time.Second, BatchRows: 3, Rate: -1, now: clock.now}

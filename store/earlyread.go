@@ -102,7 +102,7 @@ func (m *marksRead) ready() bool {
 func (s *Store) scanEarly(ctx context.Context, t scanTask, conds []rowkey.TagCond, budget int, marks *marksRead, startHour, endHour uint32) ([]seriesRef, error) {
 	recentFrom := uint32(time.Now().Add(-earlyReadMinAge).Unix() / rowkey.HourSeconds * rowkey.HourSeconds)
 	old, recent := s.cutRanges(t.data, t.metric, recentFrom)
-	if len(old) == 0 || marks.ready() {
+	if len(old) == 0 || (marks.ready() && !s.read.alwaysEarly) {
 		return s.scanOrdered(ctx, t, conds, budget, marks, startHour, endHour)
 	}
 	rs := s.newRangeScan(t.metric, conds, budget)
@@ -121,11 +121,13 @@ func (s *Store) scanEarly(ctx context.Context, t scanTask, conds []rowkey.TagCon
 		s.read.earlyRereads.Add(1)
 		return s.scanOrdered(ctx, t, conds, budget, marks, startHour, endHour)
 	}
-	_, oldAll := s.splitRaw(old, t.metric, startHour, endHour, raw)
+	// splitRaw takes the marked hours within the bounds it is given: each
+	// part's own.
+	_, oldAll := s.splitRaw(old, t.metric, startHour, min(endHour, recentFrom-rowkey.HourSeconds), raw)
 	if len(oldAll) > 0 {
 		rs.dropMarked(raw)
 	}
-	recentData, recentAll := s.splitRaw(recent, t.metric, startHour, endHour, raw)
+	recentData, recentAll := s.splitRaw(recent, t.metric, max(startHour, recentFrom), endHour, raw)
 	err = rs.scanEach(ctx, t.filter, familyRanges{oldAll, ""}, familyRanges{recentData, FamilyData}, familyRanges{recentAll, ""}, familyRanges{t.all, ""})
 	if err != nil {
 		return nil, err

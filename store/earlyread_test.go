@@ -35,7 +35,11 @@ func TestEarlyReadMissesNoFold(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				p := fmt.Sprintf("%s%t-", prefix, tc.wantAll)
-				for _, prefetch := range []int{-1, 0} {
+				prefetches := []int{-1, 0} // keys only, then rows kept
+				if !tc.wantAll {
+					prefetches = prefetches[1:]
+				}
+				for _, prefetch := range prefetches {
 					t.Run(fmt.Sprintf("prefetch=%d", prefetch), func(t *testing.T) {
 						testEarlyReadRace(t, db, fmt.Sprintf("%sp%d", p, prefetch+1), prefetch, tc.delay, tc.window, tc.wantAll)
 					})
@@ -189,4 +193,71 @@ func (t *timedTable) Put(ctx context.Context, cells []table.Cell) error {
 func (t *timedTable) DeleteVersions(ctx context.Context, cells []table.Cell) error {
 	t.del(time.Now(), cells)
 	return t.Table.DeleteVersions(ctx, cells)
+}
+
+// TestEarlyReadAcrossRecentHours reads a range with marked hours on both
+// sides of the early read's age limit (late samples in a compacted old
+// hour, raw cells in recent ones) and compacted hours: every sample comes
+// back exactly once, with keys only and with rows kept.
+func TestEarlyReadAcrossRecentHours(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
+		for _, prefetch := range []int{-1, 0} {
+			t.Run(fmt.Sprintf("prefetch=%d", prefetch), func(t *testing.T) {
+				testEarlyReadAcross(t, db, fmt.Sprintf("%sp%d", prefix, prefetch+1), prefetch)
+			})
+		}
+	})
+}
+
+func testEarlyReadAcross(t *testing.T, db table.DB, prefix string, prefetch int) {
+	ctx := context.Background()
+	s := openStore(t, db, Config{TablePrefix: prefix, ReadPrefetchBytes: prefetch, Layout: rowkey.Layout{SaltBuckets: 4}})
+	s.read.alwaysEarly = true
+	clock := &testClock{}
+	s.todo.now = clock.now
+	now := time.Now().UnixMilli()
+	old := now/hour*hour - 6*hour
+	recent := (now - 90*60*1000) / hour * hour // younger than earlyReadMinAge
+	want := 0
+	write := func(hours []int64, offset int64) {
+		t.Helper()
+		var in []SeriesIn
+		for i := range 3 {
+			var samples []Sample
+			for _, h := range hours {
+				for j := range int64(4) {
+					samples = append(samples, Sample{T: h + offset + j*60000, V: float64(i*1000) + float64(j)})
+				}
+			}
+			in = append(in, SeriesIn{Labels: lbls("__name__", "m", "i", fmt.Sprint(i)), Samples: samples})
+			want += len(samples)
+		}
+		if err := s.Write(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write([]int64{old, old + hour, old + 2*hour}, 0)
+	clock.advance(30 * time.Minute)
+	c, err := newCompactor(s.layout, s.data, s.todo.t, CompactorConfig{Rate: -1, now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertCompacted(t, s)
+	// Late samples in a compacted old hour, raw cells in a recent one.
+	write([]int64{old + hour, recent}, 30*1000)
+	q := Query{Start: old, End: now, Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")}}
+	for view, got := range map[string]string{
+		"samples": collect(t, s.Select(ctx, q)),
+		"chunks":  collectChunksString(t, s.SelectChunks(ctx, q), false),
+	} {
+		if n := strings.Count(got, ":"); n != want {
+			t.Errorf("%s: read %d samples, want %d:\n%s", view, n, want, got)
+		}
+		if n := strings.Count(got, "\n"); n != 3 {
+			t.Errorf("%s: read %d series, want 3:\n%s", view, n, got)
+		}
+	}
 }

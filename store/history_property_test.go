@@ -83,6 +83,9 @@ func testWriteHistoryProperty(t *testing.T, db table.DB, prefix string, rounds i
 	t.Logf("prefetch budget %d", prefetch)
 	s := openStore(t, db, Config{TablePrefix: prefix, ReadBatchSeries: 3, ReadBatchRows: 5, ReadPrefetchBytes: prefetch,
 		Layout: rowkey.Layout{SaltBuckets: 4}})
+	// Half the runs read early even when the marks are in (earlyread.go).
+	s.read.alwaysEarly = rng.IntN(2) == 0
+	t.Logf("always early: %v", s.read.alwaysEarly)
 	p := newHistoryProp(t, rng, s)
 	for round := range rounds {
 		for _, step := range rng.Perm(4) {

@@ -159,6 +159,9 @@ func testProperty(t *testing.T, db table.DB, prefix string, queries int) {
 	t.Logf("prefetch budget %d, data regions %d", prefetch, regions)
 	s := openStore(t, db, Config{TablePrefix: prefix, ReadBatchSeries: 3, ReadBatchRows: 5, ReadPrefetchBytes: prefetch,
 		DataRegions: regions, Layout: rowkey.Layout{SaltBuckets: 4}})
+	// Half the runs read early even when the marks are in (earlyread.go).
+	s.read.alwaysEarly = rng.IntN(2) == 0
+	t.Logf("always early: %v", s.read.alwaysEarly)
 
 	base := int64(1_750_000_000_000) / hour * hour
 	window := [2]int64{base - 2*hour, base + 2*hour}

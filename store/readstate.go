@@ -20,6 +20,9 @@ type readState struct {
 	// Test hooks: run before a query's marks are read, and after the early
 	// read of a task.
 	beforeMarks, afterEarlyRead func()
+	// alwaysEarly (tests): read early even when the marks are in already,
+	// as they often are on Pebble, so that tests take the early path.
+	alwaysEarly bool
 }
 
 func (s *Store) readState() *readState { return &s.read }

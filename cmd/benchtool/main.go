@@ -17,6 +17,7 @@
 //	cold          one request of 10,000 new series, then new series for N seconds
 //	load          write the disk-usage data set (counters and gauges)
 //	promblock     write the same data set into a Prometheus TSDB block
+//	chunkbytes    the data set's bytes as XOR chunks, per value kind, raw and deflated
 //	read          read everything back (remote read or OpenTSDB /api/query)
 //	ingest        ingest until durable, with CPU-seconds of the named processes
 //	histload      write the histogram data set (native histograms)
@@ -48,6 +49,7 @@ var subcommands = map[string]subcommand{
 	"cold":         {"UID cold start: 10,000 new series, then sustained new strings/s", runCold},
 	"load":         {"write the disk-usage data set into a target", runLoad},
 	"promblock":    {"write the data set into a Prometheus TSDB block and print its bytes", runPromBlock},
+	"chunkbytes":   {"print the data set's bytes as XOR chunks per value kind, raw and deflated", runChunkBytes},
 	"read":         {"read the data set back from a target", runRead},
 	"ingest":       {"ingest until durable and report samples/s and CPU-seconds", runIngest},
 	"histload":     {"write the native-histogram data set into a target", runHistLoad},

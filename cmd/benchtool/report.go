@@ -107,6 +107,7 @@ func runReport(args []string) error {
 	case "":
 		reportCold(rs)
 		reportBytes(rs, *samples)
+		reportChunkBytes(rs)
 		reportRead(rs)
 		reportIngest(rs)
 	}
@@ -175,9 +176,29 @@ func reportBytes(rs records, samples float64) {
 		row("OpenTSDB 2.4.1, after its row compaction, table re-compressed GZ", b)
 	}
 	row("Prometheus TSDB block", prom)
+	if b := pb.num("chunks_bytes"); b > 0 {
+		row("Prometheus TSDB block, chunks only", b)
+	}
 	au, ou := rs.findTable("bytes", "prom-uid"), rs.findTable("bytes", "tsdb-uid")
 	fmt.Printf("\nUID tables for the same %s strings: adapter %s bytes, OpenTSDB %s bytes (%s x).\n\n",
 		rs.find("step", "load")["strings"], fig(au, 0), fig(ou, 0), ratio(au, ou))
+}
+
+// reportChunkBytes is the chunkbytes step: what the samples of the data set
+// take as XOR chunks alone, per value kind, raw and deflated.
+func reportChunkBytes(rs records) {
+	kinds := rs.findAll("step", "chunkbytes")
+	if len(kinds) == 0 {
+		return
+	}
+	fmt.Println("The same samples as Prometheus XOR chunks alone (120 samples each, no keys, no index), per value kind, and deflated as HBase's GZ codec does a block of them (`benchtool chunkbytes`):")
+	fmt.Println()
+	fmt.Println("| value kind | samples | XOR bytes/sample | deflated bytes/sample |")
+	fmt.Println("|---|---|---|---|")
+	for _, k := range kinds {
+		fmt.Printf("| %s | %s | %s | %s |\n", k["kind"], k["samples"], fig(k.num("xor_bytes_per_sample"), 2), fig(k.num("gz_bytes_per_sample"), 2))
+	}
+	fmt.Println()
 }
 
 func reportRead(rs records) {
