@@ -153,9 +153,8 @@ func (s *Store) scanOrdered(ctx context.Context, t scanTask, conds []rowkey.TagC
 // bucket over some hours) into the parts of hours before hour and the parts
 // from it on.
 func (s *Store) cutRanges(ranges []table.RowRange, metric uint64, hour uint32) (before, from []table.RowRange) {
-	var at []rowkey.Range
+	at := s.layout.AppendScanRanges(nil, metric, hour, hour) // one per bucket
 	for _, r := range ranges {
-		at = s.layout.AppendScanRanges(at[:0], metric, hour, hour)
 		cut := at[0].Start
 		if salt := s.rangeSalt(r.Start); int(salt) < len(at) {
 			cut = at[salt].Start
