@@ -60,13 +60,8 @@ func realisticBatch(series, samples int, start int64, run string) []SeriesIn {
 // iteration, on Pebble; the writes are outside the timer.
 func BenchmarkCompactPass(b *testing.B) {
 	db, _ := openPebble(b)
-	s := openStore(b, db, Config{})
-	clock := &testClock{}
-	s.todo.now = clock.now
-	c, err := newCompactor(s.layout, s.data, s.todo.t, CompactorConfig{Rate: -1, now: clock.now})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, clock := clockedStore(b, db, Config{})
+	c := clockedCompactor(b, s, clock)
 	ctx := context.Background()
 	hourStart := (time.Now().Add(-24*time.Hour).UnixMilli() / hour) * hour
 	const series, samples = 100, 240
@@ -127,10 +122,7 @@ func BenchmarkCompactedBytes(b *testing.B) {
 		raw := measure()
 		clock := &testClock{}
 		clock.advance(DefaultCompactQuiet + time.Second)
-		c, err := newCompactor(s.layout, s.data, s.todo.t, CompactorConfig{Rate: -1, now: clock.now})
-		if err != nil {
-			b.Fatal(err)
-		}
+		c := clockedCompactor(b, s, clock)
 		st, err := c.Pass(ctx)
 		if err != nil || st.RawCellsDeleted != series*samples {
 			b.Fatalf("%+v, %v", st, err)

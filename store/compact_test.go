@@ -102,6 +102,26 @@ type testClock struct{ offset atomic.Int64 }
 func (c *testClock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *testClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
+// clockedStore opens a store whose marks are stamped by a test clock.
+func clockedStore(tb testing.TB, db table.DB, cfg Config) (*Store, *testClock) {
+	tb.Helper()
+	s := openStore(tb, db, cfg)
+	clock := &testClock{}
+	s.todo.now = clock.now
+	return s, clock
+}
+
+// clockedCompactor is a compactor of s's tables on clock, without a rate
+// limit.
+func clockedCompactor(tb testing.TB, s *Store, clock *testClock) *Compactor {
+	tb.Helper()
+	c, err := newCompactor(s.layout, s.data, s.todo.t, CompactorConfig{Rate: -1, now: clock.now})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
 // compactModel is the reference: per series, per timestamp, the values a
 // correct store may return. It is one value, except where a write re-wrote
 // a sample with another value while a compactor was between reading and

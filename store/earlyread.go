@@ -96,9 +96,9 @@ func (m *marksRead) ready() bool {
 }
 
 // scanEarly is scanRanges for a task of the first group of a query whose
-// marks are being read (t.data not yet split by them): it reads the
-// FamilyData rows of the older hours at once, and the rest once the marks
-// are in.
+// marks are being read (t.data not yet split by them, t.all empty): it
+// reads the FamilyData rows of the older hours at once, and the rest once
+// the marks are in.
 func (s *Store) scanEarly(ctx context.Context, t scanTask, conds []rowkey.TagCond, budget int, marks *marksRead, startHour, endHour uint32) ([]seriesRef, error) {
 	recentFrom := uint32(time.Now().Add(-earlyReadMinAge).Unix() / rowkey.HourSeconds * rowkey.HourSeconds)
 	old, recent := s.cutRanges(t.data, t.metric, recentFrom)
@@ -128,25 +128,22 @@ func (s *Store) scanEarly(ctx context.Context, t scanTask, conds []rowkey.TagCon
 		rs.dropMarked(raw)
 	}
 	recentData, recentAll := s.splitRaw(recent, t.metric, max(startHour, recentFrom), endHour, raw)
-	err = rs.scanEach(ctx, t.filter, familyRanges{oldAll, ""}, familyRanges{recentData, FamilyData}, familyRanges{recentAll, ""}, familyRanges{t.all, ""})
+	err = rs.scanEach(ctx, t.filter, familyRanges{oldAll, ""}, familyRanges{recentData, FamilyData}, familyRanges{recentAll, ""})
 	if err != nil {
 		return nil, err
 	}
 	return rs.result(), nil
 }
 
-// scanOrdered reads a task's rows after its marks: t.data split by them.
+// scanOrdered reads a task's rows after its marks: t.data split by them,
+// as scanTasks splits the later groups'.
 func (s *Store) scanOrdered(ctx context.Context, t scanTask, conds []rowkey.TagCond, budget int, marks *marksRead, startHour, endHour uint32) ([]seriesRef, error) {
 	raw, _, err := marks.wait(ctx)
 	if err != nil {
 		return nil, err
 	}
-	data, all := s.splitRaw(t.data, t.metric, startHour, endHour, raw)
-	rs := s.newRangeScan(t.metric, conds, budget)
-	if err := rs.scanEach(ctx, t.filter, familyRanges{data, FamilyData}, familyRanges{all, ""}, familyRanges{t.all, ""}); err != nil {
-		return nil, err
-	}
-	return rs.result(), nil
+	t.data, t.all = s.splitRaw(t.data, t.metric, startHour, endHour, raw)
+	return s.scanRanges(ctx, t, conds, budget)
 }
 
 // cutRanges splits ranges (sorted, disjoint, each the rows of metric in one

@@ -51,9 +51,7 @@ func TestEarlyReadMissesNoFold(t *testing.T) {
 
 func testEarlyReadRace(t *testing.T, db table.DB, prefix string, prefetch int, delay, window time.Duration, wantAll bool) {
 	ctx := context.Background()
-	s := openStore(t, db, Config{TablePrefix: prefix, ReadPrefetchBytes: prefetch, Layout: rowkey.Layout{SaltBuckets: 4}})
-	clock := &testClock{}
-	s.todo.now = clock.now
+	s, clock := clockedStore(t, db, Config{TablePrefix: prefix, ReadPrefetchBytes: prefetch, Layout: rowkey.Layout{SaltBuckets: 4}})
 	s.read.markWindow = window
 	h0 := time.Now().Add(-6*time.Hour).UnixMilli() / hour * hour
 	var in []SeriesIn
@@ -68,10 +66,7 @@ func testEarlyReadRace(t *testing.T, db table.DB, prefix string, prefetch int, d
 		t.Fatal(err)
 	}
 	clock.advance(30 * time.Minute) // the marks are quiet
-	c, err := newCompactor(s.layout, s.data, s.todo.t, CompactorConfig{Rate: -1, now: clock.now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clockedCompactor(t, s, clock)
 	c.markDelay = delay
 
 	// The fold runs after the early read and before the marks are read.
@@ -126,9 +121,7 @@ func testEarlyReadRace(t *testing.T, db table.DB, prefix string, prefetch int, d
 func TestCompactorDeletesMarksAfterDelay(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
 		ctx := context.Background()
-		s := openStore(t, db, Config{TablePrefix: prefix, Layout: rowkey.Layout{SaltBuckets: 2}})
-		clock := &testClock{}
-		s.todo.now = clock.now
+		s, clock := clockedStore(t, db, Config{TablePrefix: prefix, Layout: rowkey.Layout{SaltBuckets: 2}})
 		h0 := time.Now().Add(-6*time.Hour).UnixMilli() / hour * hour
 		for h := range 3 {
 			if err := s.Write(ctx, []SeriesIn{
@@ -238,10 +231,7 @@ func testEarlyReadAcross(t *testing.T, db table.DB, prefix string, prefetch int)
 	}
 	write([]int64{old, old + hour, old + 2*hour}, 0)
 	clock.advance(30 * time.Minute)
-	c, err := newCompactor(s.layout, s.data, s.todo.t, CompactorConfig{Rate: -1, now: clock.now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clockedCompactor(t, s, clock)
 	if _, err := c.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}

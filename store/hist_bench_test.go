@@ -60,13 +60,8 @@ func BenchmarkWriteHistograms(b *testing.B) {
 // value) per sample against the same samples in Prometheus chunks.
 func BenchmarkCompactHistograms(b *testing.B) {
 	db, _ := openPebble(b)
-	s := openStore(b, db, Config{})
-	clock := &testClock{}
-	s.todo.now = clock.now
-	c, err := newCompactor(s.layout, s.data, s.todo.t, CompactorConfig{Rate: -1, now: clock.now})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, clock := clockedStore(b, db, Config{})
+	c := clockedCompactor(b, s, clock)
 	ctx := context.Background()
 	hourStart := (time.Now().Add(-24*time.Hour).UnixMilli() / hour) * hour
 	const series, samples = 100, 240

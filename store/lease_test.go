@@ -103,9 +103,7 @@ func heldByID(v []byte, id [idLen]byte) bool {
 func TestNoteDirty(t *testing.T) {
 	db, _ := openPebble(t)
 	ctx := context.Background()
-	s := openStore(t, db, Config{})
-	clock := &testClock{}
-	s.todo.now = clock.now
+	s, clock := clockedStore(t, db, Config{})
 	// marks maps each mark (row and qualifier) to its version.
 	marks := func() map[string]int64 {
 		rows, err := scanPage(ctx, s.todo.t, table.ScanOptions{}, 1000)

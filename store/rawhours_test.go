@@ -34,9 +34,7 @@ func TestReadsTakeRawFamilyWhereMarked(t *testing.T) {
 
 func testRawFamilyReads(t *testing.T, db table.DB, prefix string, prefetch int) {
 	ctx := context.Background()
-	s := openStore(t, db, Config{TablePrefix: prefix, ReadBatchRows: 3, ReadPrefetchBytes: prefetch, Layout: rowkey.Layout{SaltBuckets: 4}})
-	clock := &testClock{}
-	s.todo.now = clock.now
+	s, clock := clockedStore(t, db, Config{TablePrefix: prefix, ReadBatchRows: 3, ReadPrefetchBytes: prefetch, Layout: rowkey.Layout{SaltBuckets: 4}})
 	h0 := (time.Now().Add(-6*time.Hour).UnixMilli())/hour*hour + 1000
 	series := func(name string) []labels.Label { return lbls("__name__", "m", "s", name) }
 	hourSamples := func(start int64, v float64) []Sample {
@@ -58,10 +56,7 @@ func testRawFamilyReads(t *testing.T, db table.DB, prefix string, prefetch int) 
 		write(name, h0+hour, 100)
 	}
 	clock.advance(30 * time.Minute)
-	c, err := newCompactor(s.layout, s.data, s.todo.t, CompactorConfig{Rate: -1, now: clock.now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clockedCompactor(t, s, clock)
 	if _, err := c.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -170,9 +165,7 @@ func TestCompactorSweepsRawFamily(t *testing.T) {
 	ctx := context.Background()
 	for _, every := range []time.Duration{DefaultRawSweepEvery, -1} {
 		db, prefix := openPebble(t)
-		s := openStore(t, db, Config{TablePrefix: prefix})
-		clock := &testClock{}
-		s.todo.now = clock.now
+		s, clock := clockedStore(t, db, Config{TablePrefix: prefix})
 		start := time.Now().Add(-5*time.Hour).UnixMilli()/hour*hour + 1000
 		write := func(t0 int64) {
 			t.Helper()
@@ -221,9 +214,7 @@ func TestCompactorSweepsRawFamily(t *testing.T) {
 func TestCompactorTidiesCompactionTable(t *testing.T) {
 	ctx := context.Background()
 	db, prefix := openPebble(t)
-	s := openStore(t, db, Config{TablePrefix: prefix})
-	clock := &testClock{}
-	s.todo.now = clock.now
+	s, clock := clockedStore(t, db, Config{TablePrefix: prefix})
 	start := time.Now().Add(-3*time.Hour).UnixMilli()/hour*hour + 1000
 	if err := s.Write(ctx, []SeriesIn{{Labels: lbls("__name__", "m", "a", "b"), Samples: []Sample{{T: start, V: 1}}}}); err != nil {
 		t.Fatal(err)

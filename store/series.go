@@ -67,7 +67,8 @@ func (s *Store) findSeries(ctx context.Context, p *queryPlan, group []metricRef,
 				found []seriesRef
 				err   error
 			)
-			if marks != nil {
+			if marks != nil && len(t.data) > 0 {
+				// A task of t.all alone reads every family: no marks needed.
 				found, err = s.scanEarly(ctx, t, p.conds, share, marks, startHour, endHour)
 			} else {
 				found, err = s.scanRanges(ctx, t, p.conds, share)

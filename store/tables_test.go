@@ -181,9 +181,7 @@ func TestOpenAddsRawFamily(t *testing.T) {
 		}
 		var logs bytes.Buffer
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-		s := openStore(t, db, cfg)
-		clock := &testClock{}
-		s.todo.now = clock.now
+		s, clock := clockedStore(t, db, cfg)
 		data, err := db.Describe(ctx, prefix+DataTableSuffix)
 		if err != nil {
 			t.Fatal(err)
@@ -213,10 +211,7 @@ func TestOpenAddsRawFamily(t *testing.T) {
 			t.Fatalf("legacy raw cells read back as\n%s\nwant\n%s", want, exp.String())
 		}
 		clock.advance(30 * time.Minute) // past the quiet period
-		c, err := newCompactor(s.layout, s.data, s.todo.t, CompactorConfig{Rate: -1, now: clock.now})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := clockedCompactor(t, s, clock)
 		if _, err := c.Pass(ctx); err != nil {
 			t.Fatal(err)
 		}
