@@ -38,7 +38,11 @@ import (
 //
 // Hours that began less than earlyReadMinAge ago are read after the marks
 // only: most of them are marked (open, or closed within the compactor's
-// grace and interval), and an early read of them would be read again.
+// grace and interval), and an early read of them would be read again. The
+// same goes for older hours while the compactor lags (backfill, a
+// compactor down) or late samples are waiting: once a query's marks cover
+// some of its older hours, reads go in order until a query's marks cover
+// none (readState.oldMarked).
 const (
 	// MarkDeleteDelay is how long after the chunks of a fold are
 	// acknowledged the compactor waits before it deletes the fold's marks.
@@ -61,18 +65,38 @@ type marksRead struct {
 	at time.Time
 }
 
-// startMarks starts reading the marks of a query's hours (findRawHours).
+// startMarks starts reading the marks of a query's hours (findRawHours):
+// in the background when the first group may read early, else at once,
+// which spares the query a goroutine and its hand-offs.
 func (s *Store) startMarks(ctx context.Context, metrics map[uint64]bool, startHour, endHour uint32) *marksRead {
 	m := &marksRead{done: make(chan struct{})}
-	go func() {
+	read := func() {
 		defer close(m.done)
 		if hook := s.read.beforeMarks; hook != nil {
 			hook()
 		}
 		m.raw, m.err = s.findRawHours(ctx, metrics, startHour, endHour)
 		m.at = time.Now()
-	}()
+	}
+	if s.mayReadEarly(startHour) {
+		go read()
+	} else {
+		read()
+	}
 	return m
+}
+
+// recentHour is the first hour read only after the marks: hours that
+// began less than earlyReadMinAge ago.
+func recentHour() uint32 {
+	return uint32(time.Now().Add(-earlyReadMinAge).Unix() / rowkey.HourSeconds * rowkey.HourSeconds)
+}
+
+// mayReadEarly reports whether a query from startHour on may read some
+// hours early: it has older hours, and the last marks read did not cover
+// older hours (oldMarked).
+func (s *Store) mayReadEarly(startHour uint32) bool {
+	return s.read.alwaysEarly || (startHour < recentHour() && !s.read.oldMarked.Load())
 }
 
 // wait returns the marks once they are read.
@@ -100,11 +124,11 @@ func (m *marksRead) ready() bool {
 // reads the FamilyData rows of the older hours at once, and the rest once
 // the marks are in.
 func (s *Store) scanEarly(ctx context.Context, t scanTask, conds []rowkey.TagCond, budget int, marks *marksRead, startHour, endHour uint32) ([]seriesRef, error) {
-	recentFrom := uint32(time.Now().Add(-earlyReadMinAge).Unix() / rowkey.HourSeconds * rowkey.HourSeconds)
-	old, recent := s.cutRanges(t.data, t.metric, recentFrom)
-	if len(old) == 0 || (marks.ready() && !s.read.alwaysEarly) {
-		return s.scanOrdered(ctx, t, conds, budget, marks, startHour, endHour)
+	recentFrom := recentHour()
+	if startHour >= recentFrom || (!s.read.alwaysEarly && (marks.ready() || s.read.oldMarked.Load())) {
+		return s.scanOrdered(ctx, t, conds, budget, marks, startHour, endHour, recentFrom)
 	}
+	old, recent := s.cutRanges(t.data, t.metric, recentFrom)
 	rs := s.newRangeScan(t.metric, conds, budget)
 	sent := time.Now()
 	if err := rs.scan(ctx, old, FamilyData, t.filter); err != nil {
@@ -119,11 +143,12 @@ func (s *Store) scanEarly(ctx context.Context, t scanTask, conds []rowkey.TagCon
 	}
 	if at.Sub(sent) > s.read.markWindow {
 		s.read.earlyRereads.Add(1)
-		return s.scanOrdered(ctx, t, conds, budget, marks, startHour, endHour)
+		return s.scanOrdered(ctx, t, conds, budget, marks, startHour, endHour, recentFrom)
 	}
 	// splitRaw takes the marked hours within the bounds it is given: each
 	// part's own.
 	_, oldAll := s.splitRaw(old, t.metric, startHour, min(endHour, recentFrom-rowkey.HourSeconds), raw)
+	s.read.oldMarked.Store(len(oldAll) > 0)
 	if len(oldAll) > 0 {
 		rs.dropMarked(raw)
 	}
@@ -136,12 +161,14 @@ func (s *Store) scanEarly(ctx context.Context, t scanTask, conds []rowkey.TagCon
 }
 
 // scanOrdered reads a task's rows after its marks: t.data split by them,
-// as scanTasks splits the later groups'.
-func (s *Store) scanOrdered(ctx context.Context, t scanTask, conds []rowkey.TagCond, budget int, marks *marksRead, startHour, endHour uint32) ([]seriesRef, error) {
+// as scanTasks splits the later groups'. It notes whether the marks cover
+// hours before recentFrom (oldMarked).
+func (s *Store) scanOrdered(ctx context.Context, t scanTask, conds []rowkey.TagCond, budget int, marks *marksRead, startHour, endHour, recentFrom uint32) ([]seriesRef, error) {
 	raw, _, err := marks.wait(ctx)
 	if err != nil {
 		return nil, err
 	}
+	s.read.oldMarked.Store(raw.anyBefore(t.metric, recentFrom))
 	t.data, t.all = s.splitRaw(t.data, t.metric, startHour, endHour, raw)
 	return s.scanRanges(ctx, t, conds, budget)
 }

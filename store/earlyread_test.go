@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -250,4 +251,61 @@ func testEarlyReadAcross(t *testing.T, db table.DB, prefix string, prefetch int)
 			t.Errorf("%s: read %d series, want 3:\n%s", view, n, got)
 		}
 	}
+}
+
+// TestEarlyReadOffWhileOldHoursMarked: a query whose marks cover an older
+// hour (the compactor lagging) read that hour twice, early and again of
+// every family; the next queries go in order, until one finds the older
+// hours unmarked, after which reads are early again. Every read is whole.
+func TestEarlyReadOffWhileOldHoursMarked(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
+		ctx := context.Background()
+		s, clock := clockedStore(t, db, Config{TablePrefix: prefix, Layout: rowkey.Layout{SaltBuckets: 2}})
+		h0 := time.Now().Add(-6*time.Hour).UnixMilli() / hour * hour
+		var in []SeriesIn
+		for i := range 4 {
+			in = append(in, SeriesIn{Labels: lbls("__name__", "m", "i", fmt.Sprint(i)), Samples: []Sample{{T: h0, V: 1}, {T: h0 + hour, V: 2}}})
+		}
+		if err := s.Write(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		// The marks are held back until a task's early read is done, or for
+		// a while when the query goes in order (and reads none early).
+		var early atomic.Int64
+		signal := make(chan struct{}, 16)
+		s.read.afterEarlyRead = func() { early.Add(1); signal <- struct{}{} }
+		s.read.beforeMarks = func() {
+			select {
+			case <-signal:
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		q := Query{Start: h0, End: h0 + 2*hour - 1, Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")}}
+		read := func(wantEarly int64) {
+			t.Helper()
+			before := early.Load()
+			if got := collect(t, s.Select(ctx, q)); strings.Count(got, ":") != 2*len(in) {
+				t.Fatalf("read %d samples, want %d:\n%s", strings.Count(got, ":"), 2*len(in), got)
+			}
+			if got := early.Load() - before; (got > 0) != (wantEarly > 0) {
+				t.Errorf("%d early reads, want %d", got, wantEarly)
+			}
+			for len(signal) > 0 {
+				<-signal
+			}
+		}
+		read(1) // marked raw hours, not yet known: early, then read again
+		if !s.read.oldMarked.Load() {
+			t.Fatal("the marks of the older hours were not noted")
+		}
+		read(0) // in order
+		clock.advance(30 * time.Minute)
+		if _, err := clockedCompactor(t, s, clock).Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		assertCompacted(t, s)
+		read(0) // in order still: this one finds no mark
+		read(1) // early again
+		s.read.afterEarlyRead, s.read.beforeMarks = nil, nil
+	})
 }

@@ -41,6 +41,16 @@ func (r rawHours) has(salt byte, metric uint64, hour uint32) bool {
 	return ok
 }
 
+// anyBefore reports whether r marks an hour of metric before hour.
+func (r rawHours) anyBefore(metric uint64, hour uint32) bool {
+	for rh := range r {
+		if rh.metric == metric && rh.hour < hour {
+			return true
+		}
+	}
+	return false
+}
+
 // findRawHours reads the marks of the compaction table rows of hours
 // startHour to endHour, keeping those of metrics. The table holds rows only
 // for hours not compacted yet, and, per row, a cell per marked metric and

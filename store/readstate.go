@@ -17,6 +17,10 @@ type readState struct {
 	// earlyRereads counts early reads read again because the marks took
 	// longer than markWindow.
 	earlyRereads atomic.Int64
+	// oldMarked: the last query whose marks came in had marks on hours
+	// older than earlyReadMinAge. Its early read of them was read again;
+	// reads go in order until a query's marks cover no such hour.
+	oldMarked atomic.Bool
 	// Test hooks: run before a query's marks are read, and after the early
 	// read of a task.
 	beforeMarks, afterEarlyRead func()
