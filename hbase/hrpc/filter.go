@@ -140,13 +140,16 @@ type MultiRowRangeFilter struct {
 // pb.RowRange per range for proto.Marshal took 3 % of the adapter's CPU on
 // a streamed read (BENCHMARKS.md, "Native HBase client").
 func (f MultiRowRangeFilter) FilterProto() (*pb.Filter, error) {
-	return &pb.Filter{Name: proto.String(filterPkg + "MultiRowRangeFilter"), SerializedFilter: f.AppendProto(nil)}, nil
+	// Never nil: serialized_filter is present even for no ranges, as
+	// proto.Marshal's empty answer made it.
+	b := f.appendProto([]byte{})
+	return &pb.Filter{Name: proto.String(filterPkg + "MultiRowRangeFilter"), SerializedFilter: b}, nil
 }
 
-// AppendProto appends the filter's pb.MultiRowRangeFilter message, the
+// appendProto appends the filter's pb.MultiRowRangeFilter message, the
 // bytes proto.Marshal gives: fields in number order, a nil bound absent, an
 // empty one present and empty (proto2), both inclusive flags always set.
-func (f MultiRowRangeFilter) AppendProto(dst []byte) []byte {
+func (f MultiRowRangeFilter) appendProto(dst []byte) []byte {
 	size := 0
 	for _, r := range f.Ranges {
 		n := r.protoSize()

@@ -145,6 +145,9 @@ func TestMultiRowRangeFilterBytes(t *testing.T) {
 		if p.GetName() != "org.apache.hadoop.hbase.filter.MultiRowRangeFilter" {
 			t.Fatalf("name %q", p.GetName())
 		}
+		if p.SerializedFilter == nil {
+			t.Fatalf("case %d (%d ranges): serialized_filter absent", i, len(f.Ranges))
+		}
 		if got := p.GetSerializedFilter(); !bytes.Equal(got, want) {
 			t.Fatalf("case %d (%d ranges): bytes differ from proto.Marshal\n got %x\nwant %x", i, len(f.Ranges), got, want)
 		}
