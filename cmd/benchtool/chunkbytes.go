@@ -7,17 +7,16 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
 
-// chunkSamples is where Prometheus cuts a float chunk.
-const chunkSamples = 120
-
 // runChunkBytes prints, per value kind of the data set and for all of it,
-// the bytes of its samples as Prometheus XOR chunks of chunkSamples, and
-// those chunks deflated as one stream (gzip level 6, what HBase's GZ block
-// codec does to a block of them): the payload any store of XOR chunks
-// starts from, before its own keys and indexes.
+// the bytes of its samples as Prometheus XOR chunks cut where Prometheus's
+// head cuts them (tsdb.DefaultSamplesPerChunk), and those chunks deflated
+// as one stream (gzip level 6, what HBase's GZ block codec does to a block
+// of them): the payload any store of XOR chunks starts from, before its own
+// keys and indexes.
 func runChunkBytes(args []string) error {
 	fset := flag.NewFlagSet("chunkbytes", flag.ExitOnError)
 	var d dataFlags
@@ -42,8 +41,8 @@ type kindBytes struct {
 }
 
 // chunkBytes encodes rounds samples of every series of set, step ms apart
-// from start, into XOR chunks of chunkSamples; the kinds in kindSuffix
-// order, then all.
+// from start, into XOR chunks of tsdb.DefaultSamplesPerChunk samples; the
+// kinds in kindSuffix order, then all.
 func chunkBytes(set []series, start, step int64, rounds int) []*kindBytes {
 	out := make([]*kindBytes, len(kindSuffix)+1)
 	for i := range out {
@@ -56,10 +55,10 @@ func chunkBytes(set []series, start, step int64, rounds int) []*kindBytes {
 	gens := valueGens(set)
 	for i, s := range set {
 		k := out[s.kind]
-		for from := 0; from < rounds; from += chunkSamples {
+		for from := 0; from < rounds; from += tsdb.DefaultSamplesPerChunk {
 			c := chunkenc.NewXORChunk()
 			app, _ := c.Appender() // a new chunk's appender never fails
-			for r := from; r < min(from+chunkSamples, rounds); r++ {
+			for r := from; r < min(from+tsdb.DefaultSamplesPerChunk, rounds); r++ {
 				app.Append(0, start+int64(r)*step, gens[i].next())
 			}
 			for _, kb := range []*kindBytes{k, all} {
