@@ -27,8 +27,8 @@ const MaxChunkSamples = math.MaxUint16
 // reader must decode a chunk from its start to reach any sample in it. An
 // hour of n samples becomes ChunkCount(n) chunks of near-equal counts, so 15
 // s scrapes give two chunks an hour, each a chunk Prometheus itself could
-// have cut and that a streamed read sends on untouched. The second cell of a
-// row costs about 20 bytes after HBase's FAST_DIFF (~0.1 byte/sample).
+// have cut and that a streamed read sends on untouched. The chunks of one run
+// share a packed cell (packed.go).
 const SamplesPerChunk = 120
 
 // ChunkCount is how many chunks the n samples of one hour are cut into.
@@ -44,7 +44,7 @@ type Sample struct {
 
 // IsChunkQualifier reports whether q is a chunk cell's qualifier, of any
 // encoding. It checks the prefix only, so that a malformed chunk qualifier is
-// reported by DecodeChunk rather than taken for a raw cell.
+// reported by CellChunks rather than taken for a raw cell.
 func IsChunkQualifier(q []byte) bool {
 	return len(q) > 0 && q[0] == chunkQualifierPrefix
 }
@@ -80,12 +80,12 @@ func (c Chunk) NumSamples() int { return int(binary.BigEndian.Uint16(c.Data)) }
 // chunkHeaderLen is the XOR chunk's sample count header.
 const chunkHeaderLen = 2
 
-// DecodeChunk reads a chunk cell of the row whose first millisecond is
-// hourMillis. It checks the shape only, in constant time: the qualifier's
+// decodeChunk reads a plain chunk cell (one chunk; CellChunks reads any) of
+// the row whose first millisecond is hourMillis. It checks the shape only, in constant time: the qualifier's
 // length, prefix and encoding (XOR, histogram or float histogram), the
 // offsets' order and range, and the value's header. The chunk's bits are
 // checked when they are decoded (AppendChunkSamples).
-func DecodeChunk(hourMillis int64, qualifier, value []byte) (Chunk, error) {
+func decodeChunk(hourMillis int64, qualifier, value []byte) (Chunk, error) {
 	q := qualifier
 	if len(q) != ChunkQualifierLen || q[0] != chunkQualifierPrefix {
 		return Chunk{}, fmt.Errorf("%w: chunk qualifier %x", ErrMalformedCell, q)

@@ -122,7 +122,7 @@ func TestDecodeChunk(t *testing.T) {
 	h := testHour
 	samples := []Sample{{h + 1000, 1}, {h + 2000, math.Float64frombits(staleNaN)}, {h + HourMillis - 1, -1}}
 	q, v := chunkOf(t, h, samples)
-	c, err := DecodeChunk(h, q, v)
+	c, err := decodeChunk(h, q, v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestDecodeChunk(t *testing.T) {
 		{"max beyond the hour", AppendChunkQualifier(nil, chunkenc.EncXOR, 0, HourMillis), v},
 		{"no header", q, v[:1]},
 	} {
-		if _, err := DecodeChunk(h, tc.q, tc.val); !errors.Is(err, ErrMalformedCell) {
+		if _, err := decodeChunk(h, tc.q, tc.val); !errors.Is(err, ErrMalformedCell) {
 			t.Errorf("%s: error %v, want ErrMalformedCell", tc.name, err)
 		}
 	}
@@ -173,7 +173,7 @@ func TestChunkSamplesErrors(t *testing.T) {
 	h := testHour
 	samples := hourSamples(rand.New(rand.NewPCG(5, 6)), 50, h)
 	q, v := chunkOf(t, h, samples)
-	good, err := DecodeChunk(h, q, v)
+	good, err := decodeChunk(h, q, v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestChunkCount(t *testing.T) {
 func TestChunkSamplesAllocs(t *testing.T) {
 	h := testHour
 	q, v := chunkOf(t, h, hourSamples(rand.New(rand.NewPCG(9, 9)), 120, h))
-	c, err := DecodeChunk(h, q, v)
+	c, err := decodeChunk(h, q, v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func BenchmarkDecodeChunk(b *testing.B) {
 	h := testHour
 	q, v := chunkOf(b, h, hourSamples(rand.New(rand.NewPCG(7, 8)), SamplesPerChunk, h))
 	for b.Loop() {
-		if _, err := DecodeChunk(h, q, v); err != nil {
+		if _, err := decodeChunk(h, q, v); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -26,14 +26,17 @@ func FuzzRawRoundTrip(f *testing.F) {
 	})
 }
 
-// FuzzDecodeChunk feeds arbitrary bytes to the chunk cell decoder: it must
-// never panic, and what it accepts must hold to the qualifier's promise.
+// FuzzDecodeChunk feeds arbitrary bytes to the chunk cell reader (plain or
+// packed cells): it must never panic, and what it accepts must hold to the
+// qualifier's promise.
 func FuzzDecodeChunk(f *testing.F) {
 	h := testHour
 	q, v := chunkOf(f, h, []Sample{{h + 1000, 1}, {h + 2000, 2}, {h + 2500, math.Float64frombits(staleNaN)}})
 	f.Add(q, v)
 	f.Add(AppendChunkQualifier(nil, chunkenc.EncXOR, 0, HourMillis-1), []byte{0, 1, 0xff, 0xff, 0xff, 0xff})
 	f.Add(AppendChunkQualifier(nil, chunkenc.EncXOR, 7, 7), []byte{0, 0})
+	pq, pv := packedOf(f, h, [][]Sample{{{h + 1000, 1}, {h + 2000, 2}}, {{h + 2500, math.Float64frombits(staleNaN)}}})
+	f.Add(pq, pv)
 	hs := []HistogramSample{
 		{T: h + 1, H: &histogram.Histogram{Schema: 0, Count: 1, PositiveSpans: []histogram.Span{{Length: 1}}, PositiveBuckets: []int64{1}}},
 		{T: h + 2, H: &histogram.Histogram{Schema: 0, Count: 2, PositiveSpans: []histogram.Span{{Length: 1}}, PositiveBuckets: []int64{2}}},
@@ -44,51 +47,62 @@ func FuzzDecodeChunk(f *testing.F) {
 		f.Fatalf("seed chunk holds %d samples", n)
 	}
 	f.Fuzz(func(t *testing.T, q, v []byte) {
-		c, err := DecodeChunk(h, q, v)
-		if err != nil {
-			return
-		}
-		if c.MinT > c.MaxT || c.MinT < h || c.MaxT >= h+HourMillis {
-			t.Fatalf("accepted %+v from qualifier %x", c, q)
-		}
-		if c.Encoding != chunkenc.EncXOR {
-			if c.Encoding != chunkenc.EncHistogram && c.Encoding != chunkenc.EncFloatHistogram {
-				t.Fatalf("accepted encoding %s", c.Encoding)
+		var r CellChunks
+		prev := int64(math.MinInt64)
+		for r.Reset(h, q, v); r.Next(); {
+			c := r.At()
+			if c.MinT <= prev {
+				t.Fatalf("chunk [%d, %d] not after the one before it", c.MinT, c.MaxT)
 			}
-			if len(c.Hints) == 0 || len(c.Data) < histChunkHeaderLen {
-				t.Fatalf("accepted a histogram chunk without header or hints: %+v", c)
-			}
-			// chunkenc sizes its bucket slices from the chunk's layout:
-			// checkHistLayout must keep what a corrupt chunk makes it
-			// allocate in proportion to the chunk
-			// (testdata/fuzz/FuzzDecodeChunk/histogram-chunk-huge-spans).
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			hs, err := AppendChunkHistograms(nil, c, math.MinInt64, math.MaxInt64)
-			runtime.ReadMemStats(&after)
-			if grew := after.TotalAlloc - before.TotalAlloc; grew > uint64(1<<20+20_000*len(v)) {
-				t.Fatalf("decoding a %d-byte histogram chunk allocated %d bytes", len(v), grew)
-			}
-			if err != nil {
-				return
-			}
-			for i, s := range hs {
-				if s.T < c.MinT || s.T > c.MaxT || (i > 0 && s.T <= hs[i-1].T) {
-					t.Fatalf("histogram %d at %d: outside [%d, %d] or not ascending", i, s.T, c.MinT, c.MaxT)
-				}
-			}
-			return
-		}
-		got, _, err := AppendChunkSamples(nil, c, nil, math.MinInt64, math.MaxInt64)
-		if err != nil {
-			return
-		}
-		for i, s := range got {
-			if s.T < c.MinT || s.T > c.MaxT || (i > 0 && s.T <= got[i-1].T) {
-				t.Fatalf("sample %d at %d: outside [%d, %d] or not ascending", i, s.T, c.MinT, c.MaxT)
-			}
+			prev = c.MaxT
+			checkFuzzedChunk(t, h, q, v, c)
 		}
 	})
+}
+
+// checkFuzzedChunk checks an accepted chunk c of cell (q, v) of hour h.
+func checkFuzzedChunk(t *testing.T, h int64, q, v []byte, c Chunk) {
+	t.Helper()
+	if c.MinT > c.MaxT || c.MinT < h || c.MaxT >= h+HourMillis {
+		t.Fatalf("accepted %+v from qualifier %x", c, q)
+	}
+	if c.Encoding != chunkenc.EncXOR {
+		if c.Encoding != chunkenc.EncHistogram && c.Encoding != chunkenc.EncFloatHistogram {
+			t.Fatalf("accepted encoding %s", c.Encoding)
+		}
+		if len(c.Hints) == 0 || len(c.Data) < histChunkHeaderLen {
+			t.Fatalf("accepted a histogram chunk without header or hints: %+v", c)
+		}
+		// chunkenc sizes its bucket slices from the chunk's layout:
+		// checkHistLayout must keep what a corrupt chunk makes it
+		// allocate in proportion to the chunk
+		// (testdata/fuzz/FuzzDecodeChunk/histogram-chunk-huge-spans).
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		hs, err := AppendChunkHistograms(nil, c, math.MinInt64, math.MaxInt64)
+		runtime.ReadMemStats(&after)
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > uint64(1<<20+20_000*len(v)) {
+			t.Fatalf("decoding a %d-byte histogram chunk allocated %d bytes", len(v), grew)
+		}
+		if err != nil {
+			return
+		}
+		for i, s := range hs {
+			if s.T < c.MinT || s.T > c.MaxT || (i > 0 && s.T <= hs[i-1].T) {
+				t.Fatalf("histogram %d at %d: outside [%d, %d] or not ascending", i, s.T, c.MinT, c.MaxT)
+			}
+		}
+		return
+	}
+	got, _, err := AppendChunkSamples(nil, c, nil, math.MinInt64, math.MaxInt64)
+	if err != nil {
+		return
+	}
+	for i, s := range got {
+		if s.T < c.MinT || s.T > c.MaxT || (i > 0 && s.T <= got[i-1].T) {
+			t.Fatalf("sample %d at %d: outside [%d, %d] or not ascending", i, s.T, c.MinT, c.MaxT)
+		}
+	}
 }
 
 // FuzzDecodeRow feeds arbitrary qualifier and value bytes to the row
@@ -143,13 +157,15 @@ func FuzzChunkRoundTrip(f *testing.F) {
 			tm++
 			data = data[10:]
 		}
-		var cells testCells
-		for k, n := 0, ChunkCount(len(samples)); k < n; k++ {
-			cells = append(cells, chunkCell(t, h, samples[len(samples)*k/n:len(samples)*(k+1)/n]))
+		if len(samples) == 0 {
+			return
 		}
-		got, err := AppendRowSamples(nil, h, cells, math.MinInt64, math.MaxInt64)
-		if err != nil || !sameSamples(got, samples) {
-			t.Fatalf("got %v, %v; want %v", got, err, samples)
+		for _, separate := range []bool{false, true} {
+			cells := testCells(cutCells(t, h, samples, separate))
+			got, err := AppendRowSamples(nil, h, cells, math.MinInt64, math.MaxInt64)
+			if err != nil || !sameSamples(got, samples) {
+				t.Fatalf("separate %v: got %v, %v; want %v", separate, got, err, samples)
+			}
 		}
 	})
 }

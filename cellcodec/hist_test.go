@@ -107,7 +107,7 @@ func cutAll(t testing.TB, samples []HistogramSample) (chunks int, raw []Histogra
 		}
 		v := AppendHistogramChunkValue(nil, data, hints)
 		q := AppendChunkQualifier(nil, enc, uint32(s[0].T-testHour), uint32(s[n-1].T-testHour))
-		c, err := DecodeChunk(testHour, q, v)
+		c, err := decodeChunk(testHour, q, v)
 		if err != nil {
 			t.Fatal(err)
 		}

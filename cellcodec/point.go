@@ -73,14 +73,19 @@ func AppendRowPoints[C Cells](dst []Point, hourMillis int64, cells C, mint, maxt
 		fs []Sample
 		hs []HistogramSample
 		it chunkenc.Iterator
+		cr CellChunks
 	)
 	for i := range n {
 		q, v := cells.Cell(i)
 		if !IsChunkQualifier(q) {
 			continue
 		}
-		c, err := DecodeChunk(hourMillis, q, v)
-		if err == nil && c.MaxT >= mint && c.MinT <= maxt {
+		var err error
+		for cr.Reset(hourMillis, q, v); err == nil && cr.Next(); {
+			c := cr.At()
+			if c.MaxT < mint || c.MinT > maxt {
+				continue
+			}
 			if c.Encoding == chunkenc.EncXOR {
 				fs, it, err = AppendChunkSamples(fs[:0], c, it, mint, maxt)
 				for _, s := range fs {
@@ -92,6 +97,9 @@ func AppendRowPoints[C Cells](dst []Point, hourMillis int64, cells C, mint, maxt
 					dst = append(dst, Point{T: s.T, H: s.H, FH: s.FH})
 				}
 			}
+		}
+		if err == nil {
+			err = cr.Err()
 		}
 		if err != nil {
 			return dst[:start], fmt.Errorf("cell %d of row: %w", i, err)

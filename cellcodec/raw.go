@@ -24,10 +24,13 @@
 // after every raw cell of their row (offsets < 2^24, so raw qualifiers start
 // with 0x00), and among themselves by encoding, then by their first sample.
 //
+// A packed cell (packed.go) holds all the XOR chunks of one run of floats
+// of the hour, each with its bounds, so that a series-hour is one cell.
+//
 // The compactor turns an hour's samples into chunks run by run: floats
-// into XOR chunks of near-equal counts (SamplesPerChunk), integer and float
-// histograms into histogram chunks cut where Prometheus's head would cut
-// them and wherever a chunk would not give a sample back exactly as written
+// into XOR chunks of near-equal counts (SamplesPerChunk), one cell a run;
+// integer and float histograms into histogram chunks cut where Prometheus's
+// head would cut them and wherever a chunk would not give a sample back exactly as written
 // (histchunk.go); a histogram that no chunk gives back exactly stays raw.
 //
 // It must not know row keys, UIDs, series, nor any backend.
@@ -44,14 +47,15 @@ import (
 // its schema row; it changes whenever a reader of the old layout would
 // misread the new one. Version 1: float raw cells and XOR chunk cells.
 // Version 2 adds raw histogram cells and histogram and float-histogram
-// chunk cells; it reads every version-1 table as it is, so a version-2
-// adapter upgrades the recorded version in place, after which a version-1
-// adapter refuses the tables rather than misread a histogram cell.
-const LayoutVersion = 2
+// chunk cells. Version 3 adds packed cells (packed.go). Each reads every
+// older table as it is, so an adapter upgrades the recorded version in
+// place, after which adapters of an older version refuse the tables rather
+// than misread a cell they do not know.
+const LayoutVersion = 3
 
-// PreviousLayoutVersion is the layout version this one reads unchanged and
-// upgrades in place.
-const PreviousLayoutVersion = 1
+// OldestReadableLayoutVersion is the oldest layout version this one reads
+// unchanged and upgrades in place.
+const OldestReadableLayoutVersion = 1
 
 const (
 	// RawQualifierLen is the length of a raw cell's qualifier.

@@ -67,27 +67,31 @@ func AppendRowSamples[C Cells](dst []Sample, hourMillis int64, cells C, mint, ma
 				iterPool.Put(it)
 			}
 		}()
+		var cr CellChunks
 		for i := range n {
 			q, v := cells.Cell(i)
 			if !IsChunkQualifier(q) {
 				continue
 			}
-			c, err := DecodeChunk(hourMillis, q, v)
-			if err != nil {
-				return dst[:start], fmt.Errorf("cell %d of row: %w", i, err)
-			}
-			if c.MaxT < mint || c.MinT > maxt {
-				continue // its qualifier says it has nothing in range
-			}
-			before := len(dst)
-			if dst, it, err = AppendChunkSamples(dst, c, it, mint, maxt); err != nil {
-				return dst[:start], fmt.Errorf("cell %d of row: %w", i, err)
-			}
-			if len(dst) > before {
-				if before > start && dst[before].T <= last {
-					sorted = false
+			var err error
+			for cr.Reset(hourMillis, q, v); cr.Next(); {
+				c := cr.At()
+				if c.MaxT < mint || c.MinT > maxt {
+					continue // its bounds say it has nothing in range
 				}
-				last = dst[len(dst)-1].T
+				before := len(dst)
+				if dst, it, err = AppendChunkSamples(dst, c, it, mint, maxt); err != nil {
+					return dst[:start], fmt.Errorf("cell %d of row: %w", i, err)
+				}
+				if len(dst) > before {
+					if before > start && dst[before].T <= last {
+						sorted = false
+					}
+					last = dst[len(dst)-1].T
+				}
+			}
+			if err := cr.Err(); err != nil {
+				return dst[:start], fmt.Errorf("cell %d of row: %w", i, err)
 			}
 		}
 	}

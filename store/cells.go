@@ -12,17 +12,24 @@ import (
 // This file is the read path's only contact with the cell layout: everything
 // it needs of cellcodec goes through these few functions.
 
-// chunkCell is a compacted chunk cell of a row: its encoding, the times of
-// its first and last samples (from the qualifier, without decoding) and its
-// bytes, aliasing the cell.
-type chunkCell = cellcodec.Chunk
+// storedChunk is a compacted chunk of a row: its encoding, the times of its
+// first and last samples (from the cell, without decoding) and its bytes,
+// aliasing the cell. A chunk cell holds one, or several if packed.
+type storedChunk = cellcodec.Chunk
 
 // isChunkCell reports whether a cell is a chunk cell (of any encoding).
 func isChunkCell(c *table.Cell) bool { return cellcodec.IsChunkQualifier(c.Qualifier) }
 
-// parseChunkCell checks a chunk cell's shape and reads its bounds.
-func parseChunkCell(hourMillis int64, c *table.Cell) (chunkCell, error) {
-	return cellcodec.DecodeChunk(hourMillis, c.Qualifier, c.Value)
+// appendCellChunks checks a chunk cell's shape and appends those of its
+// chunks whose bounds reach into [mint, maxt].
+func appendCellChunks(dst []storedChunk, hourMillis int64, c *table.Cell, mint, maxt int64) ([]storedChunk, error) {
+	var r cellcodec.CellChunks
+	for r.Reset(hourMillis, c.Qualifier, c.Value); r.Next(); {
+		if ch := r.At(); ch.MaxT >= mint && ch.MinT <= maxt {
+			dst = append(dst, ch)
+		}
+	}
+	return dst, r.Err()
 }
 
 // decodeRawCell decodes a raw sample cell of the row starting at hourMillis.
@@ -36,7 +43,7 @@ func decodeRawCell(hourMillis int64, c *table.Cell) (Sample, error) {
 
 // appendChunkSamples appends the samples of c in [mint, maxt]; it is reused
 // and the returned iterator serves the next call.
-func appendChunkSamples(dst []Sample, c chunkCell, it chunkenc.Iterator, mint, maxt int64) ([]Sample, chunkenc.Iterator, error) {
+func appendChunkSamples(dst []Sample, c storedChunk, it chunkenc.Iterator, mint, maxt int64) ([]Sample, chunkenc.Iterator, error) {
 	dst, it, err := cellcodec.AppendChunkSamples(dst, c, it, mint, maxt)
 	if err != nil {
 		return dst, it, fmt.Errorf("chunk [%d, %d]: %w", c.MinT, c.MaxT, err)
@@ -49,7 +56,7 @@ func isHistogramCell(c *table.Cell) bool { return len(c.Value) != cellcodec.RawV
 
 // appendChunkHistograms appends the samples of a histogram chunk in
 // [mint, maxt].
-func appendChunkHistograms(dst []HistogramSample, c chunkCell, mint, maxt int64) ([]HistogramSample, error) {
+func appendChunkHistograms(dst []HistogramSample, c storedChunk, mint, maxt int64) ([]HistogramSample, error) {
 	dst, err := cellcodec.AppendChunkHistograms(dst, c, mint, maxt)
 	if err != nil {
 		return dst, fmt.Errorf("chunk [%d, %d]: %w", c.MinT, c.MaxT, err)

@@ -58,9 +58,9 @@ func seriesRowKey(t testing.TB, s *Store, ls []labels.Label, tMillis int64) []by
 }
 
 // compactHour does what the compactor does to one series-hour, directly:
-// the samples of the hour (all of them, as given) become chunk cells of at
-// most 120 samples and the hour's raw cells are deleted. It returns the
-// chunk values as stored.
+// the samples of the hour (all of them, as given, floats) become chunk
+// cells cut and packed by the compactor's own planner, and the hour's raw
+// cells are deleted. It returns the chunks' bytes as stored.
 func compactHour(t testing.TB, s *Store, ls []labels.Label, samples []Sample) [][]byte {
 	t.Helper()
 	ctx := context.Background()
@@ -79,19 +79,25 @@ func compactHour(t testing.TB, s *Store, ls []labels.Label, samples []Sample) []
 			t.Fatal(err)
 		}
 	}
+	var p compactPlan
+	pts := make([]cellcodec.Point, len(samples))
+	for i, smp := range samples {
+		pts[i] = cellcodec.Point{T: smp.T, V: smp.V}
+	}
+	if err := p.addRuns(key, hourMillis, pts); err != nil {
+		t.Fatal(err)
+	}
 	var values [][]byte
-	var put []table.Cell
-	for i := 0; i < len(samples); i += cellcodec.SamplesPerChunk {
-		part := samples[i:min(i+cellcodec.SamplesPerChunk, len(samples))]
-		v, err := cellcodec.AppendChunkValue(nil, part)
+	for _, c := range p.puts {
+		chunks, err := cellcodec.AppendCellChunks(nil, hourMillis, c.Qualifier, c.Value)
 		if err != nil {
 			t.Fatal(err)
 		}
-		q := cellcodec.AppendChunkQualifier(nil, chunkenc.EncXOR, uint32(part[0].T-hourMillis), uint32(part[len(part)-1].T-hourMillis))
-		put = append(put, table.Cell{Row: key, Family: FamilyData, Qualifier: q, Timestamp: part[len(part)-1].T, Value: v})
-		values = append(values, v)
+		for _, ch := range chunks {
+			values = append(values, ch.Data)
+		}
 	}
-	if err := s.data.Put(ctx, put); err != nil {
+	if err := s.data.Put(ctx, p.puts); err != nil {
 		t.Fatal(err)
 	}
 	return values

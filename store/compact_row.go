@@ -25,6 +25,7 @@ type compactPlan struct {
 	// scratch
 	samples []Sample
 	chunks  []cellcodec.Chunk
+	packed  []cellcodec.Chunk // a float run's chunks, before they are packed
 	points  []cellcodec.Point
 	hists   []HistogramSample
 	keep    []cellcodec.Point // samples no chunk gives back exactly: they stay raw
@@ -52,11 +53,10 @@ func (p *compactPlan) addRow(key []byte, hourMillis int64, cells []table.Cell) e
 			raw++
 			continue
 		}
-		ch, err := cellcodec.DecodeChunk(hourMillis, c.Qualifier, c.Value)
-		if err != nil {
+		var err error
+		if p.chunks, err = cellcodec.AppendCellChunks(p.chunks, hourMillis, c.Qualifier, c.Value); err != nil {
 			return err
 		}
-		p.chunks = append(p.chunks, ch)
 	}
 	// Cells come in qualifier order: by encoding, then by MinT.
 	slices.SortFunc(p.chunks, func(a, b cellcodec.Chunk) int { return compareInt64(a.MinT, b.MinT) })

@@ -35,6 +35,24 @@ func planChunk(t testing.TB, samples []Sample) table.Cell {
 	}
 }
 
+// planPacked is the packed cell of parts, each a chunk (cellcodec/packed.go).
+func planPacked(t testing.TB, parts ...[]Sample) table.Cell {
+	var chunks []cellcodec.Chunk
+	for _, p := range parts {
+		c := planChunk(t, p)
+		chunks = append(chunks, cellcodec.Chunk{Encoding: chunkenc.EncXOR, MinT: p[0].T, MaxT: p[len(p)-1].T, Data: c.Value})
+	}
+	v, err := cellcodec.AppendPackedValue(nil, planHour, chunks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := chunks[0].MinT-planHour, chunks[len(chunks)-1].MaxT-planHour
+	return table.Cell{
+		Row: []byte("k"), Family: FamilyData, Timestamp: planHour + hi,
+		Qualifier: cellcodec.AppendChunkQualifier(nil, cellcodec.EncPackedXOR, uint32(lo), uint32(hi)), Value: v,
+	}
+}
+
 func every15s(from, n int) []Sample {
 	var out []Sample
 	for i := from; i < from+n; i++ {
@@ -85,6 +103,9 @@ func TestCompactPlanRow(t *testing.T) {
 	for _, s := range raw240 {
 		rawCells = append(rawCells, planRaw(s))
 	}
+	// An hour compacted by this build (one packed cell) and by builds
+	// before packed cells (a plain cell a chunk).
+	packed := []table.Cell{planPacked(t, every15s(0, 120), every15s(120, 120))}
 	compacted := []table.Cell{planChunk(t, every15s(0, 120)), planChunk(t, every15s(120, 120))}
 	for _, tc := range []struct {
 		name                  string
@@ -92,15 +113,21 @@ func TestCompactPlanRow(t *testing.T) {
 		rows, puts, delChunks int
 		delRaw                int
 	}{
-		{"raw hour", rawCells, 1, 2, 0, 240},
-		{"compacted hour", compacted, 0, 0, 0, 0},
-		// A 241st sample: three chunks of other bounds replace the two.
-		{"late sample", append(slices.Clone(compacted), planRaw(Sample{T: planHour + 130*15000 + 1, V: 5})), 1, 3, 2, 1},
-		{"late sample past the chunks", append(slices.Clone(compacted), planRaw(Sample{T: planHour + 3599_000, V: 5})), 1, 3, 2, 1},
-		// An overwrite: the same cut, so the new chunk cells overwrite the
-		// old ones (same qualifier and version), which must not be deleted.
-		{"late overwrite", append(slices.Clone(compacted), planRaw(Sample{T: planHour + 15000, V: stale})), 1, 2, 0, 1},
-		{"overlapping chunks", []table.Cell{planChunk(t, every15s(0, 100)), planChunk(t, every15s(0, 120)), compacted[1]}, 1, 2, 1, 0},
+		{"raw hour", rawCells, 1, 1, 0, 240},
+		{"compacted hour", packed, 0, 0, 0, 0},
+		{"compacted hour, plain cells", compacted, 0, 0, 0, 0},
+		// A 241st sample within the run: a packed cell of three chunks
+		// overwrites the cell of two (same bounds, same version); one past
+		// the run's end has other bounds, and the old cell goes.
+		{"late sample", append(slices.Clone(packed), planRaw(Sample{T: planHour + 130*15000 + 1, V: 5})), 1, 1, 0, 1},
+		{"late sample past the chunks", append(slices.Clone(packed), planRaw(Sample{T: planHour + 3599_000, V: 5})), 1, 1, 1, 1},
+		{"late sample beside plain cells", append(slices.Clone(compacted), planRaw(Sample{T: planHour + 130*15000 + 1, V: 5})), 1, 1, 2, 1},
+		// An overwrite: the same cut, so the new packed cell overwrites the
+		// old one (same qualifier and version), which must not be deleted.
+		{"late overwrite", append(slices.Clone(packed), planRaw(Sample{T: planHour + 15000, V: stale})), 1, 1, 0, 1},
+		{"late overwrite beside plain cells", append(slices.Clone(compacted), planRaw(Sample{T: planHour + 15000, V: stale})), 1, 1, 2, 1},
+		{"overlapping chunks", []table.Cell{planChunk(t, every15s(0, 100)), planChunk(t, every15s(0, 120)), compacted[1]}, 1, 1, 3, 0},
+		{"packed beside plain, interrupted", append(slices.Clone(compacted), packed...), 1, 1, 2, 0},
 		{"small hour", []table.Cell{planRaw(Sample{T: planHour, V: negZero})}, 1, 1, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,9 +150,14 @@ func TestCompactPlanRow(t *testing.T) {
 				if !cellcodec.IsChunkQualifier(c.Qualifier) {
 					t.Fatalf("raw cell %x left", c.Qualifier)
 				}
-				ch, err := cellcodec.DecodeChunk(planHour, c.Qualifier, c.Value)
-				if err != nil || ch.NumSamples() > cellcodec.SamplesPerChunk || c.Timestamp != ch.MaxT {
-					t.Fatalf("chunk %x: %+v, %v", c.Qualifier, ch, err)
+				chs, err := cellcodec.AppendCellChunks(nil, planHour, c.Qualifier, c.Value)
+				if err != nil || c.Timestamp != chs[len(chs)-1].MaxT {
+					t.Fatalf("chunk cell %x: %+v, %v", c.Qualifier, chs, err)
+				}
+				for _, ch := range chs {
+					if ch.NumSamples() > cellcodec.SamplesPerChunk {
+						t.Fatalf("chunk cell %x: chunk of %d samples", c.Qualifier, ch.NumSamples())
+					}
 				}
 			}
 			// Compacting again changes nothing: idempotent.

@@ -12,21 +12,34 @@ import (
 )
 
 // addFloatRun plans the XOR chunks of a run of float samples of one row:
-// cellcodec.ChunkCount chunks of near-equal counts.
+// cellcodec.ChunkCount chunks of near-equal counts, in one plain chunk cell
+// or, for more than one chunk, one packed cell (cellcodec/packed.go).
 func (p *compactPlan) addFloatRun(key []byte, hourMillis int64, pts []cellcodec.Point) error {
 	p.samples = p.samples[:0]
 	for _, pt := range pts {
 		p.samples = append(p.samples, Sample{T: pt.T, V: pt.V})
 	}
 	n := cellcodec.ChunkCount(len(p.samples))
+	clear(p.packed)
+	p.packed = p.packed[:0]
 	for k := range n {
 		part := p.samples[len(p.samples)*k/n : len(p.samples)*(k+1)/n]
 		v, err := cellcodec.AppendChunkValue(nil, part)
 		if err != nil {
 			return fmt.Errorf("encode chunk: %w", err)
 		}
-		p.putChunk(key, hourMillis, chunkenc.EncXOR, part[0].T, part[len(part)-1].T, v)
+		p.packed = append(p.packed, cellcodec.Chunk{Encoding: chunkenc.EncXOR, MinT: part[0].T, MaxT: part[len(part)-1].T, Data: v})
 	}
+	if n == 1 {
+		c := p.packed[0]
+		p.putChunk(key, hourMillis, c.Encoding, c.MinT, c.MaxT, c.Data)
+		return nil
+	}
+	v, err := cellcodec.AppendPackedValue(nil, hourMillis, p.packed)
+	if err != nil {
+		return fmt.Errorf("pack %d chunks: %w", n, err)
+	}
+	p.putChunk(key, hourMillis, cellcodec.EncPackedXOR, p.packed[0].MinT, p.packed[n-1].MaxT, v)
 	return nil
 }
 

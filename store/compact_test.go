@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/prom-hbase/prom-hbase/cellcodec"
 	"github.com/prom-hbase/prom-hbase/cellcodec/histgen"
@@ -136,6 +137,9 @@ type modelSeries struct {
 	in   []labels.Label
 	vals map[int64][]string // pointString of each value
 	gen  *histgen.Gen       // nil: a float-only series
+	// dense series write hundreds of samples a batch, so that their hours
+	// hold several chunks, packed into one cell a run.
+	dense bool
 }
 
 func newCompactModel(rng *rand.Rand) *compactModel {
@@ -146,8 +150,9 @@ func newCompactModel(rng *rand.Rand) *compactModel {
 			"job", []string{"a", "b"}[rng.IntN(2)], "instance", fmt.Sprintf("host-%d", rng.IntN(6)))
 		if k := labels.New(ls...).String(); !seen[k] {
 			seen[k] = true
-			ms := &modelSeries{in: ls, vals: map[int64][]string{}}
-			if rng.IntN(2) == 0 {
+			// Every fourth series dense; the first of them floats alone.
+			ms := &modelSeries{in: ls, vals: map[int64][]string{}, dense: len(m.series)%4 == 0}
+			if len(m.series) > 0 && rng.IntN(2) == 0 {
 				ms.gen = histgen.New(rng, true)
 			}
 			m.series = append(m.series, ms)
@@ -169,7 +174,11 @@ func (m *compactModel) batch(rng *rand.Rand, window [2]int64) []SeriesIn {
 		}
 		seen := map[int64]bool{}
 		in := SeriesIn{Labels: s.in}
-		for range 1 + rng.IntN(30) {
+		n := 1 + rng.IntN(30)
+		if s.dense {
+			n = 60 + rng.IntN(140)
+		}
+		for range n {
 			ts := window[0] + rng.Int64N(window[1]-window[0])
 			switch rng.IntN(6) {
 			case 0: // on an hour boundary
@@ -480,7 +489,11 @@ func testCompactProperty(t *testing.T, db table.DB, prefix string, rounds int) {
 		t.Fatalf("final pass: %+v", st)
 	}
 	check("final pass")
-	assertCompacted(t, s)
+	if packed := assertCompacted(t, s); packed == 0 {
+		t.Errorf("no packed cell: the dense series never filled an hour past one chunk")
+	} else {
+		t.Logf("%d packed cells", packed)
+	}
 	if st, err := c.Pass(context.Background()); err != nil || st.SeriesHours != 0 || st.BucketHours != 0 {
 		t.Fatalf("a pass after the end: %+v, %v", st, err)
 	}
@@ -488,8 +501,9 @@ func testCompactProperty(t *testing.T, db table.DB, prefix string, rounds int) {
 
 // assertCompacted checks that the data table holds chunk cells only (and,
 // in FamilyData, histograms no chunk holds exactly), cut as cellcodec
-// says, and that the compaction table is empty.
-func assertCompacted(t testing.TB, s *Store) {
+// says, and that the compaction table is empty. It returns the number of
+// packed cells.
+func assertCompacted(t testing.TB, s *Store) (packed int) {
 	t.Helper()
 	ctx := context.Background()
 	rows, err := scanPage(ctx, s.data, table.ScanOptions{}, 1<<20)
@@ -502,6 +516,7 @@ func assertCompacted(t testing.TB, s *Store) {
 			t.Fatal(err)
 		}
 		var chunks []cellcodec.Chunk
+		chunkCells, floatsOnly := 0, true
 		for _, c := range r.Cells {
 			if c.Family != FamilyData {
 				// Reads take FamilyRaw only where marks are: nothing may stay there.
@@ -513,16 +528,33 @@ func assertCompacted(t testing.TB, s *Store) {
 				if _, _, _, n := cellcodec.NextHistogramChunk([]HistogramSample{p.Histogram()}); err != nil || n != 0 {
 					t.Fatalf("row %x: histogram cell %x left raw: %v", r.Key, c.Qualifier, err)
 				}
+				floatsOnly = false
 				continue
 			}
-			ch, err := cellcodec.DecodeChunk(int64(k.BaseHour)*1000, c.Qualifier, c.Value)
+			n := len(chunks)
+			chunks, err = cellcodec.AppendCellChunks(chunks, int64(k.BaseHour)*1000, c.Qualifier, c.Value)
 			if err != nil {
 				t.Fatalf("row %x: cell %x left: %v", r.Key, c.Qualifier, err)
 			}
-			if ch.NumSamples() > cellcodec.SamplesPerChunk || c.Timestamp != ch.MaxT {
-				t.Fatalf("row %x: chunk %x is too big or has version %d", r.Key, c.Qualifier, c.Timestamp)
+			if c.Timestamp != chunks[len(chunks)-1].MaxT {
+				t.Fatalf("row %x: chunk cell %x has version %d", r.Key, c.Qualifier, c.Timestamp)
 			}
-			chunks = append(chunks, ch)
+			for _, ch := range chunks[n:] {
+				if ch.NumSamples() > cellcodec.SamplesPerChunk {
+					t.Fatalf("row %x: chunk cell %x holds a chunk of %d samples", r.Key, c.Qualifier, ch.NumSamples())
+				}
+			}
+			chunkCells++
+			if chunkenc.Encoding(c.Qualifier[1]) == cellcodec.EncPackedXOR {
+				packed++
+			}
+		}
+		// A row of floats alone is one run: one cell however many chunks.
+		for _, ch := range chunks {
+			floatsOnly = floatsOnly && ch.Encoding == chunkenc.EncXOR
+		}
+		if floatsOnly && chunkCells != 1 {
+			t.Fatalf("row %x: floats alone in %d chunk cells", r.Key, chunkCells)
 		}
 		// Chunk qualifiers sort by encoding, then by time.
 		slices.SortFunc(chunks, func(a, b cellcodec.Chunk) int { return compareInt64(a.MinT, b.MinT) })
@@ -543,4 +575,5 @@ func assertCompacted(t testing.TB, s *Store) {
 		}
 		t.Errorf("compaction table row %x left: %s", r.Key, strings.Join(qs, " "))
 	}
+	return packed
 }

@@ -381,11 +381,13 @@ func (h *historyWriter) onlyChunks(hourMillis int64, cells []table.Cell) bool {
 		if !cellcodec.IsChunkQualifier(c.Qualifier) {
 			return false
 		}
-		ch, err := cellcodec.DecodeChunk(hourMillis, c.Qualifier, c.Value)
-		if err != nil {
+		var r cellcodec.CellChunks
+		for r.Reset(hourMillis, c.Qualifier, c.Value); r.Next(); {
+			h.spans = append(h.spans, [2]int64{r.At().MinT, r.At().MaxT})
+		}
+		if r.Err() != nil {
 			return false
 		}
-		h.spans = append(h.spans, [2]int64{ch.MinT, ch.MaxT})
 	}
 	slices.SortFunc(h.spans, func(a, b [2]int64) int { return compareInt64(a[0], b[0]) })
 	for i := 1; i < len(h.spans); i++ {
@@ -404,13 +406,15 @@ func (h *historyWriter) chunk(w *writer, st *HistoryStats, key []byte, hourMilli
 	n := len(p.puts)
 	p.keep = p.keep[:0]
 	err := p.addRuns(key, hourMillis, pts)
+	var r cellcodec.CellChunks
 	for _, c := range p.puts[n:] {
-		if err != nil {
-			break
+		for r.Reset(hourMillis, c.Qualifier, c.Value); err == nil && r.Next(); {
+			if ch := r.At(); h.overlaps(ch.MinT, ch.MaxT) {
+				err = fmt.Errorf("chunk [%d, %d] overlaps a stored one", ch.MinT, ch.MaxT)
+			}
 		}
-		ch, derr := cellcodec.DecodeChunk(hourMillis, c.Qualifier, c.Value)
-		if derr != nil || h.overlaps(ch.MinT, ch.MaxT) {
-			err = fmt.Errorf("chunk [%d, %d] overlaps a stored one", ch.MinT, ch.MaxT)
+		if err == nil {
+			err = r.Err()
 		}
 	}
 	if err != nil {

@@ -63,7 +63,7 @@ func (d *rowDecoder) decodeHist(hourMillis int64, cells []table.Cell, mint, maxt
 
 // appendChunkPoints appends the samples of chunk c in [mint, maxt] to
 // d.points.
-func (d *rowDecoder) appendChunkPoints(c chunkCell, mint, maxt int64) error {
+func (d *rowDecoder) appendChunkPoints(c storedChunk, mint, maxt int64) error {
 	if c.Encoding == chunkenc.EncXOR {
 		var err error
 		if d.loose, d.it, err = appendChunkSamples(d.loose[:0], c, d.it, mint, maxt); err != nil {

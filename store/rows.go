@@ -18,8 +18,8 @@ import (
 // sample of the same time, being the later write.
 type rowDecoder struct {
 	raw    []Sample
-	chunks []chunkCell
-	pass   []chunkCell // chunks passed through, by time
+	chunks []storedChunk
+	pass   []storedChunk // chunks passed through, by time
 	loose  []Sample
 	it     chunkenc.Iterator
 
@@ -43,12 +43,12 @@ func (d *rowDecoder) decode(hourMillis int64, cells []table.Cell, mint, maxt int
 	for i := range cells {
 		c := &cells[i]
 		if isChunkCell(c) {
-			cc, err := parseChunkCell(hourMillis, c)
-			if err != nil {
+			n := len(d.chunks)
+			var err error
+			if d.chunks, err = appendCellChunks(d.chunks, hourMillis, c, mint, maxt); err != nil {
 				return fmt.Errorf("cell %d of row: %w", i, err)
 			}
-			if cc.MaxT >= mint && cc.MinT <= maxt {
-				d.chunks = append(d.chunks, cc)
+			for _, cc := range d.chunks[n:] {
 				d.hist = d.hist || cc.Encoding != chunkenc.EncXOR
 			}
 			continue
@@ -74,7 +74,7 @@ func (d *rowDecoder) decode(hourMillis int64, cells []table.Cell, mint, maxt int
 		slices.SortStableFunc(d.raw, compareSampleT)
 		d.raw = slices.CompactFunc(d.raw, sameSampleT)
 	}
-	slices.SortStableFunc(d.chunks, func(a, b chunkCell) int { return compareInt64(a.MinT, b.MinT) })
+	slices.SortStableFunc(d.chunks, func(a, b storedChunk) int { return compareInt64(a.MinT, b.MinT) })
 	if d.hist {
 		return d.decodeHist(hourMillis, cells, mint, maxt, passThrough)
 	}

@@ -110,28 +110,29 @@ func readSchema(ctx context.Context, uid table.Table) (map[string][]byte, error)
 // layoutSetting is the schema row's cell of the cell layout version.
 const layoutSetting = "layout.version"
 
-// upgradeLayout moves tables recorded with the previous cell layout to this
+// upgradeLayout moves tables recorded with an older cell layout to this
 // one: this layout reads the old cells as they are, and once the version
-// is moved, an adapter of the old layout refuses the tables instead of
+// is moved, an adapter of an old layout refuses the tables instead of
 // misreading the new cells. The move is a check-and-put from the old value,
 // so that concurrent adapters upgrade once; it reports whether the row
 // changed (by this adapter or another).
 func upgradeLayout(ctx context.Context, uid table.Table, got map[string][]byte) (bool, error) {
-	old := []byte(strconv.Itoa(cellcodec.PreviousLayoutVersion))
-	if string(got[layoutSetting]) != string(old) {
-		return false, nil
+	from, err := strconv.Atoi(string(got[layoutSetting]))
+	if err != nil || from < cellcodec.OldestReadableLayoutVersion || from >= cellcodec.LayoutVersion {
+		return false, nil // absent, garbled or newer: checkSchema reports it
 	}
+	old := []byte(strconv.Itoa(from))
 	put := []table.Cell{{
 		Row: schemaRow, Family: labels2uid.FamilyID, Qualifier: []byte(layoutSetting),
 		Timestamp: table.LatestTimestamp, Value: []byte(strconv.Itoa(cellcodec.LayoutVersion)),
 	}}
 	ok, err := uid.CheckAndPut(ctx, schemaRow, labels2uid.FamilyID, []byte(layoutSetting), old, put)
 	if err != nil {
-		return false, fmt.Errorf("upgrade cell layout version %d to %d: %w", cellcodec.PreviousLayoutVersion, cellcodec.LayoutVersion, err)
+		return false, fmt.Errorf("upgrade cell layout version %d to %d: %w", from, cellcodec.LayoutVersion, err)
 	}
 	if ok {
-		slog.Info("upgraded the tables' cell layout version; adapters of the old version now refuse them",
-			"from", cellcodec.PreviousLayoutVersion, "to", cellcodec.LayoutVersion)
+		slog.Info("upgraded the tables' cell layout version; adapters of older versions now refuse them",
+			"from", from, "to", cellcodec.LayoutVersion)
 	}
 	return true, nil
 }

@@ -32,9 +32,9 @@ func layoutVersionOf(t *testing.T, uid table.Table) string {
 	return string(got[layoutSetting])
 }
 
-// TestLayoutUpgrade: tables of the previous cell layout are upgraded in
-// place on open; an adapter of the previous layout then refuses them, and
-// one of this layout refuses tables of a newer one.
+// TestLayoutUpgrade: tables of every older cell layout this one reads are
+// upgraded in place on open; an adapter of the older layout then refuses
+// them, and one of this layout refuses tables of a newer one.
 func TestLayoutUpgrade(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
 		ctx := context.Background()
@@ -44,18 +44,23 @@ func TestLayoutUpgrade(t *testing.T) {
 		if v := layoutVersionOf(t, uid); v != strconv.Itoa(cellcodec.LayoutVersion) {
 			t.Fatalf("new tables recorded layout %s", v)
 		}
-		setLayoutVersion(t, uid, cellcodec.PreviousLayoutVersion)
-		openStore(t, db, cfg)
-		if v := layoutVersionOf(t, uid); v != strconv.Itoa(cellcodec.LayoutVersion) {
-			t.Fatalf("after opening tables of layout %d: recorded %s", cellcodec.PreviousLayoutVersion, v)
+		if cellcodec.OldestReadableLayoutVersion >= cellcodec.LayoutVersion {
+			t.Fatalf("no older layout to upgrade from")
 		}
-		// An adapter of the previous layout now refuses the tables.
-		old := schemaOf(s.layout)
-		old[len(old)-1].value = cellcodec.PreviousLayoutVersion
-		err := checkSchema(ctx, uid, old)
 		var se *SchemaError
-		if !errors.As(err, &se) || se.Setting != layoutSetting || se.Have != cellcodec.PreviousLayoutVersion || se.Table != cellcodec.LayoutVersion {
-			t.Fatalf("old adapter on upgraded tables: %v", err)
+		for from := cellcodec.OldestReadableLayoutVersion; from < cellcodec.LayoutVersion; from++ {
+			setLayoutVersion(t, uid, from)
+			openStore(t, db, cfg)
+			if v := layoutVersionOf(t, uid); v != strconv.Itoa(cellcodec.LayoutVersion) {
+				t.Fatalf("after opening tables of layout %d: recorded %s", from, v)
+			}
+			// An adapter of the older layout now refuses the tables.
+			old := schemaOf(s.layout)
+			old[len(old)-1].value = from
+			err := checkSchema(ctx, uid, old)
+			if !errors.As(err, &se) || se.Setting != layoutSetting || se.Have != from || se.Table != cellcodec.LayoutVersion {
+				t.Fatalf("adapter of layout %d on upgraded tables: %v", from, err)
+			}
 		}
 		// Tables of a newer layout are refused, not downgraded.
 		setLayoutVersion(t, uid, cellcodec.LayoutVersion+1)
