@@ -102,8 +102,9 @@ func (r *CellChunks) nextPacked() error {
 		return fmt.Errorf("%w: packed chunk entry: bad length", ErrMalformedCell)
 	}
 	r.rest = r.rest[n:]
-	// Each term is below 2^64 - 2^32 after the checks, so the sums cannot
-	// wrap before they are compared with the qualifier's last offset.
+	// bound is at most HourMillis and the terms are clamped at 2^32, so the
+	// sums cannot wrap, and a clamped term still fails the comparison with
+	// the qualifier's last offset (below HourMillis).
 	lo := r.bound + min(gap, 1<<32)
 	hi := lo + min(span, 1<<32)
 	if hi > uint64(r.last) || (len(r.rest) == int(size) && hi != uint64(r.last)) {
