@@ -13,7 +13,9 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/prom-hbase/prom-hbase/cellcodec"
 	"github.com/prom-hbase/prom-hbase/cellcodec/histgen"
 	"github.com/prom-hbase/prom-hbase/rowkey"
 	"github.com/prom-hbase/prom-hbase/table"
@@ -26,6 +28,9 @@ type refSeries struct {
 	lset    labels.Labels // without empty values
 	samples map[int64]refPoint
 	gen     *histgen.Gen // nil: floats only
+	// dense series (floats only) write hundreds of samples a round, so
+	// that their compacted hours hold several chunks in a packed cell.
+	dense bool
 }
 
 // refPoint is a sample as Select must return it (exact) and as a decoded
@@ -176,6 +181,8 @@ func testProperty(t *testing.T, db table.DB, prefix string, queries int) {
 		r := &refSeries{in: ls, lset: withoutEmpty(ls), samples: map[int64]refPoint{}}
 		if rng.IntN(2) == 0 {
 			r.gen = histgen.New(rng, true)
+		} else {
+			r.dense = rng.IntN(6) == 0
 		}
 		ref[key] = r
 		series = append(series, r)
@@ -192,7 +199,11 @@ func testProperty(t *testing.T, db table.DB, prefix string, queries int) {
 			}
 			in := SeriesIn{Labels: r.in}
 			seen := map[int64]bool{}
-			for range rng.IntN(40) {
+			n := rng.IntN(40)
+			if r.dense {
+				n = 300 + rng.IntN(300)
+			}
+			for range n {
 				ts := window[0] + rng.Int64N(window[1]-window[0])
 				if rng.IntN(5) == 0 { // near an hour boundary
 					ts = base + int64(rng.IntN(3)-1)*hour + int64(rng.IntN(3)-1)
@@ -221,6 +232,14 @@ func testProperty(t *testing.T, db table.DB, prefix string, queries int) {
 		}
 		if round < 3 {
 			compactRandomHours(t, rng, s, series)
+		}
+	}
+	if slices.ContainsFunc(series, func(r *refSeries) bool { return r.dense }) {
+		// The reads below must meet packed cells.
+		if n := packedCells(t, s); n == 0 {
+			t.Fatal("dense series, but no packed cell after the compactions")
+		} else {
+			t.Logf("%d packed cells", n)
 		}
 	}
 
@@ -317,6 +336,24 @@ func compactRandomHours(t *testing.T, rng *rand.Rand, s *Store, series []*refSer
 			}
 		}
 	}
+}
+
+// packedCells counts the data table's packed chunk cells.
+func packedCells(t testing.TB, s *Store) int {
+	t.Helper()
+	rows, err := scanPage(context.Background(), s.data, table.ScanOptions{}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range rows {
+		for _, c := range r.Cells {
+			if cellcodec.IsChunkQualifier(c.Qualifier) && len(c.Qualifier) > 1 && chunkenc.Encoding(c.Qualifier[1]) == cellcodec.EncPackedXOR {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // compactRowNow compacts one hour row as a compactor pass would.
