@@ -81,10 +81,11 @@ func (c Chunk) NumSamples() int { return int(binary.BigEndian.Uint16(c.Data)) }
 const chunkHeaderLen = 2
 
 // decodeChunk reads a plain chunk cell (one chunk; CellChunks reads any) of
-// the row whose first millisecond is hourMillis. It checks the shape only, in constant time: the qualifier's
-// length, prefix and encoding (XOR, histogram or float histogram), the
-// offsets' order and range, and the value's header. The chunk's bits are
-// checked when they are decoded (AppendChunkSamples).
+// the row whose first millisecond is hourMillis. It checks the shape only,
+// in constant time: the qualifier's length, prefix and encoding (XOR,
+// histogram or float histogram), the offsets' order and range, and the
+// value's header. The chunk's bits are checked when they are decoded
+// (AppendChunkSamples).
 func decodeChunk(hourMillis int64, qualifier, value []byte) (Chunk, error) {
 	q := qualifier
 	if len(q) != ChunkQualifierLen || q[0] != chunkQualifierPrefix {

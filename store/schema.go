@@ -117,11 +117,11 @@ const layoutSetting = "layout.version"
 // so that concurrent adapters upgrade once; it reports whether the row
 // changed (by this adapter or another).
 func upgradeLayout(ctx context.Context, uid table.Table, got map[string][]byte) (bool, error) {
-	from, err := strconv.Atoi(string(got[layoutSetting]))
+	old := got[layoutSetting] // the check-and-put compares these very bytes
+	from, err := strconv.Atoi(string(old))
 	if err != nil || from < cellcodec.OldestReadableLayoutVersion || from >= cellcodec.LayoutVersion {
 		return false, nil // absent, garbled or newer: checkSchema reports it
 	}
-	old := []byte(strconv.Itoa(from))
 	put := []table.Cell{{
 		Row: schemaRow, Family: labels2uid.FamilyID, Qualifier: []byte(layoutSetting),
 		Timestamp: table.LatestTimestamp, Value: []byte(strconv.Itoa(cellcodec.LayoutVersion)),
