@@ -117,8 +117,8 @@ func decodeChunk(hourMillis int64, qualifier, value []byte) (Chunk, error) {
 
 // AppendChunkValue appends an XOR chunk of samples, which must be sorted by T
 // without duplicates, at most MaxChunkSamples of them. The bytes are what
-// chunkenc.XORChunk.Bytes returns, so a remote read can pass them on as they
-// are.
+// chunkenc.XORChunk.Bytes returns (AppendXORChunk writes them), so a remote
+// read can pass them on as they are.
 func AppendChunkValue(dst []byte, samples []Sample) ([]byte, error) {
 	if len(samples) > MaxChunkSamples {
 		return dst, fmt.Errorf("chunk of %d samples, at most %d fit", len(samples), MaxChunkSamples)
@@ -128,15 +128,7 @@ func AppendChunkValue(dst []byte, samples []Sample) ([]byte, error) {
 			return dst, fmt.Errorf("chunk samples not strictly ascending in time at %d: %d after %d", i, samples[i].T, samples[i-1].T)
 		}
 	}
-	c := chunkenc.NewXORChunk()
-	app, err := c.Appender()
-	if err != nil {
-		return dst, fmt.Errorf("chunk appender: %w", err)
-	}
-	for _, s := range samples {
-		app.Append(0, s.T, s.V)
-	}
-	return append(dst, c.Bytes()...), nil
+	return AppendXORChunk(dst, samples), nil
 }
 
 // AppendChunkSamples appends the samples of c with mint <= T <= maxt. It
