@@ -1,9 +1,11 @@
 package cellcodec
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
@@ -134,37 +136,36 @@ func AppendChunkValue(dst []byte, samples []Sample) ([]byte, error) {
 // AppendChunkSamples appends the samples of c with mint <= T <= maxt. It
 // checks that the samples are strictly ascending and inside [c.MinT,
 // c.MaxT]: a chunk that breaks either is malformed, and passing it on would
-// send Prometheus a broken series. it is an iterator to reuse (nil is fine);
-// the one returned serves the next call, so a loop over many chunks
-// allocates none once warm.
+// send Prometheus a broken series. It allocates nothing but dst's growth.
 //
-// An XOR chunk has no checksum, and chunkenc reads missing trailing bits as
-// zeros: a truncated chunk may decode as wrong samples rather than fail. The
+// An XOR chunk has no checksum. AppendXORSamples fails on a chunk cut
+// before its last sample (chunkenc's iterator would read zeros there), but a
+// chunk whose bits were changed may still decode as wrong samples: the
 // backend's own checksums (HBase's HFile, Pebble's blocks) guard the bytes.
-func AppendChunkSamples(dst []Sample, c Chunk, it chunkenc.Iterator, mint, maxt int64) ([]Sample, chunkenc.Iterator, error) {
+func AppendChunkSamples(dst []Sample, c Chunk, mint, maxt int64) ([]Sample, error) {
 	if c.Encoding != chunkenc.EncXOR {
-		return dst, it, fmt.Errorf("%w: chunk encoding %s not supported", ErrMalformedCell, c.Encoding)
+		return dst, fmt.Errorf("%w: chunk encoding %s not supported", ErrMalformedCell, c.Encoding)
 	}
-	if len(c.Data) < chunkHeaderLen {
-		return dst, it, fmt.Errorf("%w: chunk of %d bytes has no header", ErrMalformedCell, len(c.Data))
-	}
-	var x chunkenc.XORChunk
-	x.Reset(c.Data)
-	it = x.Iterator(it)
+	// Every sample is decoded, so that the bounds are checked on the first
+	// and the last whatever the range; those outside it are dropped after.
 	start := len(dst)
-	prev := int64(math.MinInt64)
-	for it.Next() == chunkenc.ValFloat {
-		t, v := it.At()
-		if t <= prev || t < c.MinT || t > c.MaxT {
-			return dst[:start], it, fmt.Errorf("%w: chunk [%d, %d]: sample at %d out of order or out of its bounds", ErrMalformedCell, c.MinT, c.MaxT, t)
-		}
-		prev = t
-		if t >= mint && t <= maxt {
-			dst = append(dst, Sample{T: t, V: v})
-		}
+	dst, err := AppendXORSamples(dst, c.Data, math.MinInt64, math.MaxInt64)
+	if err != nil {
+		return dst, fmt.Errorf("chunk [%d, %d]: %w", c.MinT, c.MaxT, err)
 	}
-	if err := it.Err(); err != nil {
-		return dst[:start], it, fmt.Errorf("%w: chunk [%d, %d]: %w", ErrMalformedCell, c.MinT, c.MaxT, err)
+	got := dst[start:]
+	if len(got) > 0 && (got[0].T < c.MinT || got[len(got)-1].T > c.MaxT) {
+		return dst[:start], fmt.Errorf("%w: chunk [%d, %d] holds samples in [%d, %d]", ErrMalformedCell, c.MinT, c.MaxT, got[0].T, got[len(got)-1].T)
 	}
-	return dst, it, nil
+	if mint <= c.MinT && maxt >= c.MaxT {
+		return dst, nil
+	}
+	byT := func(s Sample, t int64) int { return cmp.Compare(s.T, t) }
+	lo, _ := slices.BinarySearchFunc(got, mint, byT)
+	hi := len(got)
+	if maxt < math.MaxInt64 {
+		hi, _ = slices.BinarySearchFunc(got, maxt+1, byT)
+	}
+	n := copy(got, got[lo:max(lo, hi)])
+	return dst[:start+n], nil
 }

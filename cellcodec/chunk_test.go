@@ -84,7 +84,6 @@ func TestChunkQualifierGolden(t *testing.T) {
 
 func TestChunkRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	var it chunkenc.Iterator
 	for _, n := range []int{1, 2, 3, 120, 1000, MaxChunkSamples} {
 		samples := randomSamples(rng, n, 1_700_000_000_000)
 		val, err := AppendChunkValue([]byte("x"), samples)
@@ -102,7 +101,7 @@ func TestChunkRoundTrip(t *testing.T) {
 			t.Fatalf("header says %d samples, want %d", ch.NumSamples(), n)
 		}
 		var got []Sample
-		got, it, err = AppendChunkSamples(nil, ch, it, math.MinInt64, math.MaxInt64)
+		got, err = AppendChunkSamples(nil, ch, math.MinInt64, math.MaxInt64)
 		if err != nil {
 			t.Fatalf("%d samples: decode: %v", n, err)
 		}
@@ -111,9 +110,41 @@ func TestChunkRoundTrip(t *testing.T) {
 		}
 		// Trimmed to a part of the range.
 		mid := samples[n/2].T
-		got, it, err = AppendChunkSamples(got[:0], ch, it, mid, mid)
+		got, err = AppendChunkSamples(got[:0], ch, mid, mid)
 		if err != nil || len(got) != 1 || got[0].T != mid {
 			t.Fatalf("%d samples: trimmed to %d: %v, %v", n, mid, got, err)
+		}
+		// Trimmed to random ranges, some reaching past either end, after
+		// samples already in dst.
+		for range 20 {
+			lo := samples[0].T - 5 + rng.Int64N(samples[n-1].T-samples[0].T+10)
+			hi := lo + rng.Int64N(samples[n-1].T-samples[0].T+10)
+			var want []Sample
+			for _, s := range samples {
+				if s.T >= lo && s.T <= hi {
+					want = append(want, s)
+				}
+			}
+			got, err = AppendChunkSamples(append(got[:0], Sample{T: -1}), ch, lo, hi)
+			if err != nil || !sameSamples(got[1:], want) || got[0].T != -1 {
+				t.Fatalf("%d samples in [%d, %d]: %d samples, want %d; %v", n, lo, hi, len(got)-1, len(want), err)
+			}
+		}
+	}
+}
+
+// A chunk cut anywhere before its end fails rather than decode as other
+// samples (chunkenc's iterator reads zeros past the end of a cut chunk).
+func TestChunkSamplesCutFails(t *testing.T) {
+	samples := randomSamples(rand.New(rand.NewPCG(5, 6)), 50, 1_700_000_000_000)
+	v, err := AppendChunkValue(nil, samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < len(v); n++ {
+		c := Chunk{Encoding: chunkenc.EncXOR, MinT: samples[0].T, MaxT: samples[len(samples)-1].T, Data: v[:n]}
+		if got, err := AppendChunkSamples(nil, c, math.MinInt64, math.MaxInt64); !errors.Is(err, ErrMalformedCell) {
+			t.Fatalf("chunk of %d bytes cut to %d: %d samples, error %v; want ErrMalformedCell", len(v), n, len(got), err)
 		}
 	}
 }
@@ -187,14 +218,12 @@ func TestChunkSamplesErrors(t *testing.T) {
 	}{
 		{"unknown encoding", Chunk{Encoding: chunkenc.EncHistogram, Data: v}},
 		{"no header", Chunk{Encoding: chunkenc.EncXOR, Data: v[:1]}},
-		// XOR chunks carry no checksum and tolerate some truncation (missing
-		// bits read as zeros); a chunk cut inside its first sample fails.
 		{"truncated", Chunk{Encoding: chunkenc.EncXOR, MinT: good.MinT, MaxT: good.MaxT, Data: v[:5]}},
 		{"sample after MaxT", narrow},
 		{"sample before MinT", late},
 	} {
 		dst := []Sample{{1, 1}}
-		got, _, err := AppendChunkSamples(dst, tc.c, nil, math.MinInt64, math.MaxInt64)
+		got, err := AppendChunkSamples(dst, tc.c, math.MinInt64, math.MaxInt64)
 		if !errors.Is(err, ErrMalformedCell) {
 			t.Errorf("%s: error %v, want ErrMalformedCell", tc.name, err)
 		}
@@ -220,15 +249,13 @@ func TestChunkSamplesAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := make([]Sample, 0, 128)
-	var it chunkenc.Iterator
-	dst, it, _ = AppendChunkSamples(dst, c, it, math.MinInt64, math.MaxInt64)
 	if allocs := testing.AllocsPerRun(100, func() {
-		dst, it, err = AppendChunkSamples(dst[:0], c, it, math.MinInt64, math.MaxInt64)
+		dst, err = AppendChunkSamples(dst[:0], c, math.MinInt64, math.MaxInt64)
 		if err != nil || len(dst) != 120 {
 			t.Fatal(len(dst), err)
 		}
 	}); allocs != 0 {
-		t.Errorf("%v allocations per chunk decoded with a reused iterator", allocs)
+		t.Errorf("%v allocations per chunk decoded", allocs)
 	}
 }
 

@@ -94,7 +94,7 @@ func checkFuzzedChunk(t *testing.T, h int64, q, v []byte, c Chunk) {
 		}
 		return
 	}
-	got, _, err := AppendChunkSamples(nil, c, nil, math.MinInt64, math.MaxInt64)
+	got, err := AppendChunkSamples(nil, c, math.MinInt64, math.MaxInt64)
 	if err != nil {
 		return
 	}

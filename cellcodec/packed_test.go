@@ -74,7 +74,7 @@ func TestPackedRoundTrip(t *testing.T) {
 				t.Fatalf("case %d chunk %d: %s [%d, %d] of %d samples, want [%d, %d] of %d", i, k, c.Encoding, c.MinT, c.MaxT, c.NumSamples(),
 					parts[k][0].T, parts[k][len(parts[k])-1].T, len(parts[k]))
 			}
-			if got, _, err = AppendChunkSamples(got, c, nil, math.MinInt64, math.MaxInt64); err != nil {
+			if got, err = AppendChunkSamples(got, c, math.MinInt64, math.MaxInt64); err != nil {
 				t.Fatalf("case %d chunk %d: %v", i, k, err)
 			}
 		}
@@ -159,7 +159,7 @@ func FuzzPackedCell(f *testing.F) {
 			if c.MinT > c.MaxT || c.MaxT >= h+HourMillis || (i > 0 && c.MinT <= chunks[i-1].MaxT) {
 				t.Fatalf("chunk %d [%d, %d] out of order or beyond the hour", i, c.MinT, c.MaxT)
 			}
-			if samples, _, err := AppendChunkSamples(nil, c, nil, math.MinInt64, math.MaxInt64); err == nil {
+			if samples, err := AppendChunkSamples(nil, c, math.MinInt64, math.MaxInt64); err == nil {
 				for _, s := range samples {
 					if s.T < c.MinT || s.T > c.MaxT {
 						t.Fatalf("chunk %d sample at %d outside [%d, %d]", i, s.T, c.MinT, c.MaxT)

@@ -72,7 +72,6 @@ func AppendRowPoints[C Cells](dst []Point, hourMillis int64, cells C, mint, maxt
 	var (
 		fs []Sample
 		hs []HistogramSample
-		it chunkenc.Iterator
 		cr CellChunks
 	)
 	for i := range n {
@@ -87,7 +86,7 @@ func AppendRowPoints[C Cells](dst []Point, hourMillis int64, cells C, mint, maxt
 				continue
 			}
 			if c.Encoding == chunkenc.EncXOR {
-				fs, it, err = AppendChunkSamples(fs[:0], c, it, mint, maxt)
+				fs, err = AppendChunkSamples(fs[:0], c, mint, maxt)
 				for _, s := range fs {
 					dst = append(dst, Point{T: s.T, V: s.V})
 				}

@@ -3,14 +3,7 @@ package cellcodec
 import (
 	"fmt"
 	"slices"
-	"sync"
-
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
-
-// iterPool recycles chunk iterators across rows, so that decoding rows
-// allocates nothing once warm.
-var iterPool sync.Pool
 
 // Cells is what the row decoder needs of a row: its cells' qualifiers and
 // values, in any order. The storage layer adapts its own cell type to it, so
@@ -61,12 +54,6 @@ func AppendRowSamples[C Cells](dst []Sample, hourMillis int64, cells C, mint, ma
 	// Chunk samples go after every raw sample, so that the stable sort below
 	// keeps the raw one first among equal times.
 	if hasChunk {
-		it, _ := iterPool.Get().(chunkenc.Iterator)
-		defer func() {
-			if it != nil {
-				iterPool.Put(it)
-			}
-		}()
 		var cr CellChunks
 		for i := range n {
 			q, v := cells.Cell(i)
@@ -80,7 +67,7 @@ func AppendRowSamples[C Cells](dst []Sample, hourMillis int64, cells C, mint, ma
 					continue // its bounds say it has nothing in range
 				}
 				before := len(dst)
-				if dst, it, err = AppendChunkSamples(dst, c, it, mint, maxt); err != nil {
+				if dst, err = AppendChunkSamples(dst, c, mint, maxt); err != nil {
 					return dst[:start], fmt.Errorf("cell %d of row: %w", i, err)
 				}
 				if len(dst) > before {

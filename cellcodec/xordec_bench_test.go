@@ -9,8 +9,9 @@ import (
 )
 
 // BenchmarkAppendXORSamples decodes a chunk of SamplesPerChunk samples of
-// each kind with AppendXORSamples and with chunkenc's iterator, reused, as
-// AppendChunkSamples does.
+// each kind with AppendXORSamples, with AppendChunkSamples (which adds the
+// bounds check) and with chunkenc's iterator, reused, as AppendChunkSamples
+// did before.
 func BenchmarkAppendXORSamples(b *testing.B) {
 	for _, kind := range realisticKinds {
 		samples := realisticSamples(rand.New(rand.NewPCG(7, 8)), kind, SamplesPerChunk, 1_700_000_000_000)
@@ -24,9 +25,18 @@ func BenchmarkAppendXORSamples(b *testing.B) {
 			{"cellcodec", func(dst []Sample) ([]Sample, error) {
 				return AppendXORSamples(dst, data, math.MinInt64, math.MaxInt64)
 			}},
-			{"chunkenc", func(dst []Sample) (out []Sample, err error) {
-				out, it, err = AppendChunkSamples(dst, c, it, math.MinInt64, math.MaxInt64)
-				return out, err
+			{"AppendChunkSamples", func(dst []Sample) ([]Sample, error) {
+				return AppendChunkSamples(dst, c, math.MinInt64, math.MaxInt64)
+			}},
+			{"chunkenc", func(dst []Sample) ([]Sample, error) {
+				var x chunkenc.XORChunk
+				x.Reset(data)
+				it = x.Iterator(it)
+				for it.Next() == chunkenc.ValFloat {
+					t, v := it.At()
+					dst = append(dst, Sample{T: t, V: v})
+				}
+				return dst, it.Err()
 			}},
 		}
 		for _, d := range decoders {

@@ -3,8 +3,6 @@ package store
 import (
 	"fmt"
 
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
-
 	"github.com/prom-hbase/prom-hbase/cellcodec"
 	"github.com/prom-hbase/prom-hbase/table"
 )
@@ -41,14 +39,9 @@ func decodeRawCell(hourMillis int64, c *table.Cell) (Sample, error) {
 	return Sample{T: hourMillis + int64(off), V: v}, nil
 }
 
-// appendChunkSamples appends the samples of c in [mint, maxt]; it is reused
-// and the returned iterator serves the next call.
-func appendChunkSamples(dst []Sample, c storedChunk, it chunkenc.Iterator, mint, maxt int64) ([]Sample, chunkenc.Iterator, error) {
-	dst, it, err := cellcodec.AppendChunkSamples(dst, c, it, mint, maxt)
-	if err != nil {
-		return dst, it, fmt.Errorf("chunk [%d, %d]: %w", c.MinT, c.MaxT, err)
-	}
-	return dst, it, nil
+// appendChunkSamples appends the samples of c in [mint, maxt].
+func appendChunkSamples(dst []Sample, c storedChunk, mint, maxt int64) ([]Sample, error) {
+	return cellcodec.AppendChunkSamples(dst, c, mint, maxt)
 }
 
 // isHistogramCell reports whether a raw cell holds a histogram sample.

@@ -66,7 +66,7 @@ func (d *rowDecoder) decodeHist(hourMillis int64, cells []table.Cell, mint, maxt
 func (d *rowDecoder) appendChunkPoints(c storedChunk, mint, maxt int64) error {
 	if c.Encoding == chunkenc.EncXOR {
 		var err error
-		if d.loose, d.it, err = appendChunkSamples(d.loose[:0], c, d.it, mint, maxt); err != nil {
+		if d.loose, err = appendChunkSamples(d.loose[:0], c, mint, maxt); err != nil {
 			return err
 		}
 		for _, s := range d.loose {

@@ -21,7 +21,6 @@ type rowDecoder struct {
 	chunks []storedChunk
 	pass   []storedChunk // chunks passed through, by time
 	loose  []Sample
-	it     chunkenc.Iterator
 
 	// A row holding histograms (raw or chunked) takes the general path
 	// (rowhist.go): its loose float and histogram samples are disjoint in
@@ -85,7 +84,7 @@ func (d *rowDecoder) decode(hourMillis int64, cells []table.Cell, mint, maxt int
 			continue
 		}
 		var err error
-		if d.loose, d.it, err = appendChunkSamples(d.loose, c, d.it, mint, maxt); err != nil {
+		if d.loose, err = appendChunkSamples(d.loose, c, mint, maxt); err != nil {
 			return err
 		}
 	}
