@@ -248,13 +248,12 @@ func BenchmarkDenseDecode(b *testing.B) {
 				chunks = append(chunks, Chunk{Encoding: chunkenc.EncXOR, MinT: part[0].T, MaxT: part[len(part)-1].T, Data: data})
 			}
 			dst := make([]Sample, 0, len(c))
-			var it chunkenc.Iterator
 			b.ReportAllocs()
 			for b.Loop() {
 				dst = dst[:0]
 				for _, ch := range chunks {
 					var err error
-					if dst, it, err = AppendChunkSamples(dst, ch, it, math.MinInt64, math.MaxInt64); err != nil {
+					if dst, err = AppendChunkSamples(dst, ch, math.MinInt64, math.MaxInt64); err != nil {
 						b.Fatal(err)
 					}
 				}
