@@ -513,24 +513,36 @@ func (c *denseCell) values(out []Sample) {
 }
 
 // denseRun sets the values of out from the value items of its samples
-// and returns the last mantissa; m is the one before them, p is 10^e (the
-// values are denseDecimal's, its lookup hoisted). A loop of its
-// own, so that its few variables stay in registers: inlined, it shares
-// them with values' and spills.
+// and returns the last mantissa; m is the one before them, p is 10^e. The
+// values are denseDecimal's. A function of its own, so that its few
+// variables stay in registers (inlined, it shares them with values' and
+// spills), and a loop for each coding, integers (p = 1) without the
+// division: a branch in the loop instead costs a sixth of its time.
 //
 //go:noinline
 func denseRun(out []Sample, items []uint64, m, g, low int64, zigzag bool, p float64) int64 {
 	out = out[:len(items)]
-	if zigzag {
+	switch {
+	case zigzag && p == 1:
+		for i, u := range items {
+			m += (int64(u>>1) ^ -int64(u&1)) * g
+			out[i].V = float64(m)
+		}
+	case zigzag:
 		for i, u := range items {
 			m += (int64(u>>1) ^ -int64(u&1)) * g
 			out[i].V = float64(m) / p
 		}
-		return m
-	}
-	for i, u := range items {
-		m += (int64(u) + low) * g
-		out[i].V = float64(m) / p
+	case p == 1:
+		for i, u := range items {
+			m += (int64(u) + low) * g
+			out[i].V = float64(m)
+		}
+	default:
+		for i, u := range items {
+			m += (int64(u) + low) * g
+			out[i].V = float64(m) / p
+		}
 	}
 	return m
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -287,6 +288,26 @@ func TestDenseSamplesAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations a decode", allocs)
+	}
+}
+
+// TestDenseCountBeforeAllocation: a count the bits left cannot hold is
+// refused before dst grows by it.
+func TestDenseCountBeforeAllocation(t *testing.T) {
+	q := AppendChunkQualifier(nil, EncDenseFloat, 0, HourMillis-1)
+	// 65535 samples, zigzag value items of 2 bits and more: 16 KiB of
+	// bits promised in a few bytes.
+	v := denseCraft([]byte{0xfe, 0xff, 0x03, 1, 0, 0, 2, 1}, [2]uint64{denseFixedCode, 2}, [2]uint64{0, 6},
+		[2]uint64{denseFixedCode, 2}, [2]uint64{2, 6}, [2]uint64{2, 2})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := AppendDenseSamples(nil, testHour, q, v, math.MinInt64, math.MaxInt64)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrMalformedCell) || !strings.Contains(err.Error(), "65535 samples need") {
+		t.Fatalf("error %v, want the count refused", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4096 {
+		t.Fatalf("refusing the count allocated %d bytes", grew)
 	}
 }
 
