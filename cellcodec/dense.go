@@ -73,7 +73,11 @@ const (
 	denseExpMask         = 0x1f
 )
 
+// denseZigzag maps small magnitudes of either sign to small codes: 0, -1,
+// 1, -2 to 0, 1, 2, 3.
 func denseZigzag(x int64) uint64 { return uint64(x<<1) ^ uint64(x>>63) }
+
+func denseUnzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
 // AppendDenseValue appends the value of a dense cell holding samples of the
 // hour row starting at hourMillis: 1..MaxChunkSamples samples, T strictly
@@ -290,6 +294,8 @@ type denseCell struct {
 	r            denseBitReader
 }
 
+// parse reads and checks the qualifier, the value's bytes and the codes'
+// headers, and aims c.r at the first item.
 func (c *denseCell) parse(hourMillis int64, q, v []byte) error {
 	if len(q) != ChunkQualifierLen || q[0] != chunkQualifierPrefix || chunkenc.Encoding(q[1]) != EncDenseFloat {
 		return fmt.Errorf("not a dense cell qualifier")
@@ -344,6 +350,8 @@ func (c *denseCell) parse(hourMillis int64, q, v []byte) error {
 	return nil
 }
 
+// parseExceptions checks the exception entries at the start of v, keeps
+// them for values, and returns the bytes after them.
 func (c *denseCell) parseExceptions(v []byte) ([]byte, error) {
 	x, v, err := denseUvarint(v, "exception count")
 	if err != nil {
@@ -373,6 +381,8 @@ func (c *denseCell) parseExceptions(v []byte) ([]byte, error) {
 	return v, nil
 }
 
+// parseMantissas reads the mantissas' fields at the start of v and returns
+// the bytes after them.
 func (c *denseCell) parseMantissas(v []byte) ([]byte, error) {
 	c.zigzag = true
 	if c.k == 0 {
@@ -391,7 +401,7 @@ func (c *denseCell) parseMantissas(v []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.m0 = int64(u>>1) ^ -int64(u&1)
+	c.m0 = denseUnzigzag(u)
 	if c.k == 1 {
 		return v, nil
 	}
@@ -406,7 +416,7 @@ func (c *denseCell) parseMantissas(v []byte) ([]byte, error) {
 		if u, v, err = denseUvarint(v, "least mantissa delta"); err != nil {
 			return nil, err
 		}
-		c.low, c.zigzag = int64(u>>1)^-int64(u&1), false
+		c.low, c.zigzag = denseUnzigzag(u), false
 	}
 	return v, nil
 }
@@ -449,7 +459,7 @@ func (c *denseCell) times(out []Sample) error {
 			items := batch[:min(len(batch), len(out)-i)]
 			c.r.items(items, &tab)
 			for _, u := range items {
-				d += int64(u>>1) ^ -int64(u&1)
+				d += denseUnzigzag(u)
 				minD = min(minD, d)
 				t += d
 				out[i].T = t
@@ -513,24 +523,36 @@ func (c *denseCell) values(out []Sample) {
 }
 
 // denseRun sets the values of out from the value items of its samples
-// and returns the last mantissa; m is the one before them, p is 10^e (the
-// values are denseDecimal's, its lookup hoisted). A loop of its
-// own, so that its few variables stay in registers: inlined, it shares
-// them with values' and spills.
+// and returns the last mantissa; m is the one before them, p is 10^e. The
+// values are denseDecimal's. A function of its own, so that its few
+// variables stay in registers (inlined, it shares them with values' and
+// spills), and a loop for each coding, integers (p = 1) without the
+// division: a branch in the loop instead costs a sixth of its time.
 //
 //go:noinline
 func denseRun(out []Sample, items []uint64, m, g, low int64, zigzag bool, p float64) int64 {
 	out = out[:len(items)]
-	if zigzag {
+	switch {
+	case zigzag && p == 1:
 		for i, u := range items {
-			m += (int64(u>>1) ^ -int64(u&1)) * g
+			m += denseUnzigzag(u) * g
+			out[i].V = float64(m)
+		}
+	case zigzag:
+		for i, u := range items {
+			m += denseUnzigzag(u) * g
 			out[i].V = float64(m) / p
 		}
-		return m
-	}
-	for i, u := range items {
-		m += (int64(u) + low) * g
-		out[i].V = float64(m) / p
+	case p == 1:
+		for i, u := range items {
+			m += (int64(u) + low) * g
+			out[i].V = float64(m)
+		}
+	default:
+		for i, u := range items {
+			m += (int64(u) + low) * g
+			out[i].V = float64(m) / p
+		}
 	}
 	return m
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -168,21 +169,24 @@ func TestDenseRoundTripEdges(t *testing.T) {
 	for i, v := range denseOddValues {
 		all = append(all, Sample{h + int64(i)*1000, v})
 	}
-	var max []Sample
+	var full []Sample
 	for i := range MaxChunkSamples {
-		max = append(max, Sample{h + HourMillis - MaxChunkSamples + int64(i), float64(i%7) / 4})
+		full = append(full, Sample{h + HourMillis - MaxChunkSamples + int64(i), float64(i%7) / 4})
 	}
 	for name, samples := range map[string][]Sample{
-		"one at the hour's start":     {{h, 1}},
-		"one at the hour's end":       {{h + HourMillis - 1, stale}},
-		"two spanning the hour":       {{h, 0.5}, {h + HourMillis - 1, -0.25}},
-		"three, exceptions only":      {{h + 1, stale}, {h + 2, math.Inf(1)}, {h + 3, stale}},
-		"odd values":                  all,
-		"max samples, 1 ms apart":     max,
-		"first and last exceptions":   {{h + 10, stale}, {h + 20, 1.5}, {h + 30, 2.5}, {h + 40, 3.5}, {h + 50, math.NaN()}},
-		"the largest mantissas":       {{h, denseMaxMantissa}, {h + 1, -denseMaxMantissa}, {h + 2, denseMaxMantissa}},
-		"mantissas at exponent 22":    {{h, 1e-22}, {h + 1, 3e-22}, {h + 2, 1234567e-22}},
-		"wide value deltas":           {{h, -4503599627370495}, {h + 1, 4503599627370495}, {h + 2, -4503599627370495}, {h + 3, 1}},
+		"one at the hour's start":   {{h, 1}},
+		"one at the hour's end":     {{h + HourMillis - 1, stale}},
+		"two spanning the hour":     {{h, 0.5}, {h + HourMillis - 1, -0.25}},
+		"three, exceptions only":    {{h + 1, stale}, {h + 2, math.Inf(1)}, {h + 3, stale}},
+		"odd values":                all,
+		"max samples, 1 ms apart":   full,
+		"first and last exceptions": {{h + 10, stale}, {h + 20, 1.5}, {h + 30, 2.5}, {h + 40, 3.5}, {h + 50, math.NaN()}},
+		"the largest mantissas":     {{h, denseMaxMantissa}, {h + 1, -denseMaxMantissa}, {h + 2, denseMaxMantissa}},
+		"mantissas at exponent 22":  {{h, 1e-22}, {h + 1, 3e-22}, {h + 2, 1234567e-22}},
+		"wide value deltas":         {{h, -4503599627370495}, {h + 1, 4503599627370495}, {h + 2, -4503599627370495}, {h + 3, 1}},
+		// Small deltas and the widest: a prefix code of 55-bit items,
+		// longer than a refill.
+		"items beyond a refill":       {{h, 1}, {h + 1, 2}, {h + 2, 3}, {h + 3, 4}, {h + 4, 5}, {h + 5, denseMaxMantissa}, {h + 6, -denseMaxMantissa}, {h + 7, -denseMaxMantissa + 1}, {h + 8, -denseMaxMantissa + 2}},
 		"negative zero among zeros":   {{h, 0}, {h + 1, math.Copysign(0, -1)}, {h + 2, 0}},
 		"subnormals":                  {{h, 5e-324}, {h + 1, 1e-320}, {h + 2, 2.5e-310}},
 		"decimals of many exponents":  {{h, 1}, {h + 1, 0.5}, {h + 2, 0.25}, {h + 3, 0.125}, {h + 4, 1e-9}},
@@ -199,17 +203,19 @@ func TestDenseRoundTripEdges(t *testing.T) {
 func TestDenseExceptionsKeepDeltas(t *testing.T) {
 	h := testHour
 	var samples []Sample
+	x := 0
 	for i := range 240 {
 		v := 12.75
 		if i%17 == 3 || i == 0 || i == 239 {
 			v = math.Float64frombits(staleNaN)
+			x++
 		}
 		samples = append(samples, Sample{h + int64(i)*15000, v})
 	}
 	_, v := denseRoundTrip(t, h, samples)
-	// n, d1, x, x entries of 9 bytes, mode, m0, g, 2 code headers.
-	if want := 2 + 2 + 1 + 9*17 + 1 + 2 + 1 + 2; len(v) > want {
-		t.Fatalf("%d bytes, want at most %d", len(v), want)
+	// n-1, d1, x, x entries of 9 bytes, mode, zz(1275), g, 2 code headers.
+	if want := 2 + 2 + 1 + 9*x + 1 + 2 + 1 + 2; len(v) != want {
+		t.Fatalf("%d bytes, want %d", len(v), want)
 	}
 }
 
@@ -287,6 +293,26 @@ func TestDenseSamplesAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations a decode", allocs)
+	}
+}
+
+// TestDenseCountBeforeAllocation: a count the bits left cannot hold is
+// refused before dst grows by it.
+func TestDenseCountBeforeAllocation(t *testing.T) {
+	q := AppendChunkQualifier(nil, EncDenseFloat, 0, HourMillis-1)
+	// 65535 samples, zigzag value items of 2 bits and more: 16 KiB of
+	// bits promised in a few bytes.
+	v := denseCraft([]byte{0xfe, 0xff, 0x03, 1, 0, 0, 2, 1}, [2]uint64{denseFixedCode, 2}, [2]uint64{0, 6},
+		[2]uint64{denseFixedCode, 2}, [2]uint64{2, 6}, [2]uint64{2, 2})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := AppendDenseSamples(nil, testHour, q, v, math.MinInt64, math.MaxInt64)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrMalformedCell) || !strings.Contains(err.Error(), "65535 samples need") {
+		t.Fatalf("error %v, want the count refused", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4096 {
+		t.Fatalf("refusing the count allocated %d bytes", grew)
 	}
 }
 
@@ -398,4 +424,81 @@ func binaryBE64(u uint64) []byte {
 		b[i] = byte(u >> (56 - 8*i))
 	}
 	return b
+}
+
+// TestDenseBits: fields of every width come back as written, across word
+// boundaries and past the end of the bytes (zeros).
+func TestDenseBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for range 200 {
+		type field struct {
+			u  uint64
+			nb uint
+		}
+		var fields []field
+		w := denseBitWriter{dst: []byte{0xaa}}
+		total := 0
+		for range rng.IntN(100) {
+			nb := uint(rng.IntN(57))
+			u := rng.Uint64() & (1<<nb - 1)
+			fields = append(fields, field{u, nb})
+			w.write(u, nb)
+			total += int(nb)
+		}
+		buf := w.flush()
+		if buf[0] != 0xaa || len(buf) != 1+(total+7)/8 {
+			t.Fatalf("%d bits in %d bytes after a first", total, len(buf)-1)
+		}
+		r := denseBitReader{buf: buf[1:]}
+		for i, f := range fields {
+			if got := r.take(f.nb); got != f.u {
+				t.Fatalf("field %d of %d bits: %#x, want %#x", i, f.nb, got, f.u)
+			}
+		}
+		if r.consumed() != total || r.take(56) != 0 {
+			t.Fatalf("consumed %d of %d bits, or read ones past them", r.consumed(), total)
+		}
+	}
+}
+
+// TestDenseCodes: the code chosen for a stream costs the bits it says,
+// writes them, and reads the items back.
+func TestDenseCodes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for i := range 2000 {
+		// Items of up to maxw bits (a value item's most is 55), a share
+		// of them zeros.
+		items := make([]uint64, rng.IntN(300))
+		zeros, maxw := rng.Float64(), rng.IntN(denseValueWidth+1)
+		for j := range items {
+			if rng.Float64() >= zeros {
+				items[j] = rng.Uint64() >> (64 - rng.IntN(maxw+1))
+			}
+		}
+		var h denseHist
+		for _, u := range items {
+			h.add(u)
+		}
+		code, cost := chooseDenseCode(&h)
+		w := denseBitWriter{}
+		code.appendHeader(&w)
+		for _, u := range items {
+			code.appendItem(&w, u)
+		}
+		buf := w.flush()
+		if len(buf) != (cost+7)/8 {
+			t.Fatalf("case %d: code %+v costs %d bits, wrote %d bytes", i, code, cost, len(buf))
+		}
+		r := denseBitReader{buf: buf}
+		back, err := readDenseCode(&r, denseValueWidth)
+		if err != nil || back != code {
+			t.Fatalf("case %d: code %+v read back as %+v, %v", i, code, back, err)
+		}
+		tab := code.table()
+		got := make([]uint64, len(items))
+		r.items(got, &tab)
+		if !slices.Equal(got, items) || r.consumed() != cost {
+			t.Fatalf("case %d: code %+v: items differ, or %d bits read of %d", i, code, r.consumed(), cost)
+		}
+	}
 }

@@ -38,8 +38,8 @@ func (w *denseBitWriter) flush() []byte {
 }
 
 // denseBitReader reads the bits of buf. Past its end it reads zeros, so a
-// loop of bounded count never fails midway; overrun then tells whether it
-// read there.
+// loop of bounded count needs no check a bit; consumed then tells whether
+// it read there.
 type denseBitReader struct {
 	buf []byte
 	pos int    // next byte of buf to load; may pass len(buf)
