@@ -76,8 +76,13 @@ type Chunk struct {
 	Hints []byte
 }
 
-// NumSamples is the sample count from the chunk's header.
+// NumSamples is the sample count from the header of an XOR or histogram
+// chunk (not of a dense cell, whose Data is its value).
 func (c Chunk) NumSamples() int { return int(binary.BigEndian.Uint16(c.Data)) }
+
+// IsFloat reports whether c holds float samples (an XOR chunk or a dense
+// cell), which AppendChunkSamples decodes, rather than histograms.
+func (c Chunk) IsFloat() bool { return c.Encoding == chunkenc.EncXOR || c.Encoding == EncDenseFloat }
 
 // chunkHeaderLen is the XOR chunk's sample count header.
 const chunkHeaderLen = 2
@@ -133,7 +138,8 @@ func AppendChunkValue(dst []byte, samples []Sample) ([]byte, error) {
 	return AppendXORChunk(dst, samples), nil
 }
 
-// AppendChunkSamples appends the samples of c with mint <= T <= maxt. It
+// AppendChunkSamples appends the samples of c, an XOR chunk or a dense cell
+// (IsFloat), with mint <= T <= maxt. It
 // checks that the samples are strictly ascending and inside [c.MinT,
 // c.MaxT]: a chunk that breaks either is malformed, and passing it on would
 // send Prometheus a broken series. It allocates nothing but dst's growth.
@@ -143,6 +149,9 @@ func AppendChunkValue(dst []byte, samples []Sample) ([]byte, error) {
 // chunk whose bits were changed may still decode as wrong samples: the
 // backend's own checksums (HBase's HFile, Pebble's blocks) guard the bytes.
 func AppendChunkSamples(dst []Sample, c Chunk, mint, maxt int64) ([]Sample, error) {
+	if c.Encoding == EncDenseFloat {
+		return appendDenseSamples(dst, c.MinT, c.MaxT, c.Data, mint, maxt)
+	}
 	if c.Encoding != chunkenc.EncXOR {
 		return dst, fmt.Errorf("%w: chunk encoding %s not supported", ErrMalformedCell, c.Encoding)
 	}

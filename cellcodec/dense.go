@@ -240,19 +240,33 @@ func denseGCD(a, b uint64) uint64 {
 // are known to fit the bits left; but samples evenly spaced of one value
 // cost no bit, so a value of a few bytes may hold MaxChunkSamples of them.
 func AppendDenseSamples(dst []Sample, hourMillis int64, q, v []byte, mint, maxt int64) ([]Sample, error) {
+	if len(q) != ChunkQualifierLen || q[0] != chunkQualifierPrefix || chunkenc.Encoding(q[1]) != EncDenseFloat {
+		return dst, fmt.Errorf("%w: %x is not a dense cell qualifier", ErrMalformedCell, q)
+	}
+	lo, hi := binary.BigEndian.Uint32(q[2:6]), binary.BigEndian.Uint32(q[6:10])
+	if lo > hi || hi >= HourMillis {
+		return dst, fmt.Errorf("%w: dense cell qualifier %x: offsets out of order or beyond the hour", ErrMalformedCell, q)
+	}
+	return appendDenseSamples(dst, hourMillis+int64(lo), hourMillis+int64(hi), v, mint, maxt)
+}
+
+// appendDenseSamples is AppendDenseSamples of a cell whose qualifier is
+// checked already: its first and last samples at t0 and tn (t0 <= tn, both
+// in one hour), its value v.
+func appendDenseSamples(dst []Sample, t0, tn int64, v []byte, mint, maxt int64) ([]Sample, error) {
 	var c denseCell
-	if err := c.parse(hourMillis, q, v); err != nil {
-		return dst, fmt.Errorf("%w: dense cell %x: %w", ErrMalformedCell, q, err)
+	if err := c.parse(t0, tn, v); err != nil {
+		return dst, fmt.Errorf("%w: dense cell [%d, %d]: %w", ErrMalformedCell, t0, tn, err)
 	}
 	start := len(dst)
 	grown := slices.Grow(dst, c.n)
 	out := grown[start : start+c.n]
 	if err := c.times(out); err != nil {
-		return dst, fmt.Errorf("%w: dense cell %x of %d samples: %w", ErrMalformedCell, q, c.n, err)
+		return dst, fmt.Errorf("%w: dense cell [%d, %d] of %d samples: %w", ErrMalformedCell, t0, tn, c.n, err)
 	}
 	c.values(out)
 	if err := c.end(); err != nil {
-		return dst, fmt.Errorf("%w: dense cell %x of %d samples: %w", ErrMalformedCell, q, c.n, err)
+		return dst, fmt.Errorf("%w: dense cell [%d, %d] of %d samples: %w", ErrMalformedCell, t0, tn, c.n, err)
 	}
 	a, b := denseSearch(out, mint), len(out)
 	if maxt < math.MaxInt64 {
@@ -265,7 +279,6 @@ func AppendDenseSamples(dst []Sample, hourMillis int64, q, v []byte, mint, maxt 
 	return grown[:start+b-a], nil
 }
 
-// denseSearch is the index of the first of samples (ascending) at or after t.
 func denseSearch(samples []Sample, t int64) int {
 	lo, hi := 0, len(samples)
 	for lo < hi {
@@ -294,24 +307,18 @@ type denseCell struct {
 	r            denseBitReader
 }
 
-// parse reads and checks the qualifier, the value's bytes and the codes'
-// headers, and aims c.r at the first item.
-func (c *denseCell) parse(hourMillis int64, q, v []byte) error {
-	if len(q) != ChunkQualifierLen || q[0] != chunkQualifierPrefix || chunkenc.Encoding(q[1]) != EncDenseFloat {
-		return fmt.Errorf("not a dense cell qualifier")
-	}
-	lo, hi := binary.BigEndian.Uint32(q[2:6]), binary.BigEndian.Uint32(q[6:10])
-	if lo > hi || hi >= HourMillis {
-		return fmt.Errorf("offsets out of order or beyond the hour")
-	}
-	c.t0, c.tn = hourMillis+int64(lo), hourMillis+int64(hi)
-	span := uint64(hi - lo)
+// parse reads and checks the value's bytes and the codes' headers of a cell
+// whose first and last samples are at t0 and tn, and aims c.r at the first
+// item.
+func (c *denseCell) parse(t0, tn int64, v []byte) error {
+	c.t0, c.tn = t0, tn
+	span := uint64(tn - t0)
 	u, v, err := denseUvarint(v, "sample count")
 	if err != nil {
 		return err
 	}
 	if u >= MaxChunkSamples || u > span {
-		return fmt.Errorf("%d samples: more than %d, or than [%d, %d] has milliseconds", u+1, MaxChunkSamples, lo, hi)
+		return fmt.Errorf("%d samples: more than %d, or than its span of %d ms has milliseconds", u+1, MaxChunkSamples, span+1)
 	}
 	c.n = int(u) + 1
 	c.d1 = int64(span)

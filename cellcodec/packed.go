@@ -34,7 +34,8 @@ import (
 const EncPackedXOR = chunkenc.Encoding(0x80 | chunkenc.EncXOR)
 
 // CellChunks reads the chunks of one chunk cell: the one a plain chunk cell
-// holds, or each of a packed cell's, with Next, At and Err. Shapes are
+// holds, each of a packed cell's, or a dense cell as one chunk of encoding
+// EncDenseFloat (dense.go), with Next, At and Err. Shapes are
 // checked in constant time per chunk: the qualifier, the offsets' order and
 // range, each chunk's header; the bits when they are decoded. The zero value
 // holds nothing; Reset aims it at a cell.
@@ -53,18 +54,33 @@ type CellChunks struct {
 // first millisecond is hourMillis.
 func (r *CellChunks) Reset(hourMillis int64, q, v []byte) {
 	*r = CellChunks{hourMillis: hourMillis}
-	if len(q) != ChunkQualifierLen || q[0] != chunkQualifierPrefix || chunkenc.Encoding(q[1]) != EncPackedXOR {
+	enc := EncPackedXOR
+	if len(q) == ChunkQualifierLen && q[0] == chunkQualifierPrefix {
+		enc = chunkenc.Encoding(q[1])
+	}
+	if enc != EncPackedXOR && enc != EncDenseFloat {
 		r.cur, r.err = decodeChunk(hourMillis, q, v)
 		r.pending = r.err == nil
 		return
 	}
+	if len(q) != ChunkQualifierLen {
+		r.err = fmt.Errorf("%w: chunk qualifier %x", ErrMalformedCell, q)
+		return
+	}
 	lo, hi := binary.BigEndian.Uint32(q[2:6]), binary.BigEndian.Uint32(q[6:10])
 	if lo > hi || hi >= HourMillis {
-		r.err = fmt.Errorf("%w: packed chunk qualifier %x: offsets out of order or beyond the hour", ErrMalformedCell, q)
+		r.err = fmt.Errorf("%w: chunk qualifier %x: offsets out of order or beyond the hour", ErrMalformedCell, q)
 		return
 	}
 	if len(v) == 0 {
-		r.err = fmt.Errorf("%w: packed chunk cell %x holds no chunk", ErrMalformedCell, q)
+		r.err = fmt.Errorf("%w: chunk cell %x holds nothing", ErrMalformedCell, q)
+		return
+	}
+	if enc == EncDenseFloat {
+		// One chunk, its samples decoded by AppendChunkSamples: a dense
+		// cell is no chunk Prometheus could take as it is.
+		r.cur = Chunk{Encoding: EncDenseFloat, MinT: hourMillis + int64(lo), MaxT: hourMillis + int64(hi), Data: v}
+		r.pending = true
 		return
 	}
 	r.rest, r.bound, r.last = v, uint64(lo), hi

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/prometheus/prometheus/model/histogram"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
 
 // Point is one sample of a row of any kind: a float (H and FH nil), an
@@ -85,7 +84,7 @@ func AppendRowPoints[C Cells](dst []Point, hourMillis int64, cells C, mint, maxt
 			if c.MaxT < mint || c.MinT > maxt {
 				continue
 			}
-			if c.Encoding == chunkenc.EncXOR {
+			if c.IsFloat() {
 				fs, err = AppendChunkSamples(fs[:0], c, mint, maxt)
 				for _, s := range fs {
 					dst = append(dst, Point{T: s.T, V: s.V})

@@ -27,11 +27,19 @@
 // A packed cell (packed.go) holds all the XOR chunks of one run of floats
 // of the hour, each with its bounds, so that a series-hour is one cell.
 //
+// A dense cell (dense.go) holds one run of floats in a code of its own:
+// decimal mantissas and times as bit-packed deltas, 0.76 bytes a sample on
+// the benchmark set against XOR's 3.03. No chunk Prometheus could take as
+// it is, it is read as one chunk of encoding EncDenseFloat whose samples
+// AppendChunkSamples decodes; the compactor stores it where it is much
+// smaller than the run's XOR chunks.
+//
 // The compactor turns an hour's samples into chunks run by run: floats
-// into XOR chunks of near-equal counts (SamplesPerChunk), one cell a run;
-// integer and float histograms into histogram chunks cut where Prometheus's
-// head would cut them and wherever a chunk would not give a sample back exactly as written
-// (histchunk.go); a histogram that no chunk gives back exactly stays raw.
+// into XOR chunks of near-equal counts (SamplesPerChunk) or a dense cell,
+// one cell a run; integer and float histograms into histogram chunks cut
+// where Prometheus's head would cut them and wherever a chunk would not
+// give a sample back exactly as written (histchunk.go); a histogram that no
+// chunk gives back exactly stays raw.
 //
 // It must not know row keys, UIDs, series, nor any backend.
 package cellcodec
@@ -47,11 +55,11 @@ import (
 // its schema row; it changes whenever a reader of the old layout would
 // misread the new one. Version 1: float raw cells and XOR chunk cells.
 // Version 2 adds raw histogram cells and histogram and float-histogram
-// chunk cells. Version 3 adds packed cells (packed.go). Each reads every
-// older table as it is, so an adapter upgrades the recorded version in
-// place, after which adapters of an older version refuse the tables rather
-// than misread a cell they do not know.
-const LayoutVersion = 3
+// chunk cells. Version 3 adds packed cells (packed.go), version 4 dense
+// cells (dense.go). Each reads every older table as it is, so an adapter
+// upgrades the recorded version in place, after which adapters of an older
+// version refuse the tables rather than misread a cell they do not know.
+const LayoutVersion = 4
 
 // OldestReadableLayoutVersion is the oldest layout version this one reads
 // unchanged and upgrades in place.

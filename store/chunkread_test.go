@@ -79,7 +79,7 @@ func compactHour(t testing.TB, s *Store, ls []labels.Label, samples []Sample) []
 			t.Fatal(err)
 		}
 	}
-	var p compactPlan
+	p := compactPlan{xorOnly: s.cfg.FloatChunks == FloatChunksXOR}
 	pts := make([]cellcodec.Point, len(samples))
 	for i, smp := range samples {
 		pts[i] = cellcodec.Point{T: smp.T, V: smp.V}
@@ -181,11 +181,19 @@ func samplesString(ss []Sample) string {
 
 // TestSelectChunksPassThrough: compacted hours go out byte for byte when the
 // range covers them; the range's edges and hours with late raw samples are
-// decoded and cut anew, raw samples winning on equal timestamps.
+// decoded and cut anew, raw samples winning on equal timestamps. Hours
+// stored as dense cells (FloatChunksAuto: the values have one decimal) are
+// always decoded and cut anew, into chunks of at most 120 samples.
 func TestSelectChunksPassThrough(t *testing.T) {
+	for _, fc := range []string{FloatChunksXOR, FloatChunksAuto} {
+		t.Run(fc, func(t *testing.T) { testSelectChunksPassThrough(t, fc) })
+	}
+}
+
+func testSelectChunksPassThrough(t *testing.T, floatChunks string) {
 	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
 		ctx := context.Background()
-		s := openStore(t, db, Config{TablePrefix: prefix})
+		s := openStore(t, db, Config{TablePrefix: prefix, FloatChunks: floatChunks})
 		ls := lbls("__name__", "pt", "job", "a")
 		base := int64(1_760_000_000_000) / hour * hour
 		// Four hours, a sample every 15 s: 240 per hour, two stored chunks each.
@@ -212,6 +220,9 @@ func TestSelectChunksPassThrough(t *testing.T) {
 		var stored [][]byte
 		for h := range 3 {
 			stored = append(stored, compactHour(t, s, ls, byHour[h])...)
+		}
+		if k := chunkCellKinds(t, s); (floatChunks == FloatChunksXOR) != (k.dense == 0) {
+			t.Fatalf("float chunks %s: cells %+v", floatChunks, k)
 		}
 		// Late raw samples into hour 1 (stored chunks 2 and 3): one at a new
 		// time inside chunk 2, one overwriting a time of chunk 2 with
@@ -268,6 +279,9 @@ func TestSelectChunksPassThrough(t *testing.T) {
 					} else if ch.Samples > samplesPerChunk {
 						t.Fatalf("a chunk cut by the read holds %d samples, more than %d", ch.Samples, samplesPerChunk)
 					}
+				}
+				if floatChunks != FloatChunksXOR {
+					c.passed = nil // dense cells, decoded
 				}
 				if !slices.Equal(passed, c.passed) {
 					t.Fatalf("stored chunks passed through: %v, want %v", passed, c.passed)

@@ -127,7 +127,12 @@ func (s *Store) NewCompactor(cfg CompactorConfig) (*Compactor, error) {
 	if s.todo == nil {
 		return nil, errors.New("store has no compaction table")
 	}
-	return newCompactor(s.layout, s.data, s.todo.t, cfg)
+	c, err := newCompactor(s.layout, s.data, s.todo.t, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.plan.xorOnly = s.cfg.FloatChunks == FloatChunksXOR
+	return c, nil
 }
 
 func newCompactor(layout rowkey.Layout, data, todo table.Table, cfg CompactorConfig) (*Compactor, error) {

@@ -21,6 +21,7 @@ type compactPlan struct {
 	delRaw    []table.Cell // exactly the raw cells read: qualifier and version
 	rows      int          // rows that change
 	bytes     int          // qualifier and value bytes of puts
+	xorOnly   bool         // floats as XOR chunks only (Config.FloatChunks)
 
 	// scratch
 	samples []Sample

@@ -53,6 +53,19 @@ func planPacked(t testing.TB, parts ...[]Sample) table.Cell {
 	}
 }
 
+// planDense is the dense cell of samples (cellcodec/dense.go).
+func planDense(t testing.TB, samples []Sample) table.Cell {
+	v, err := cellcodec.AppendDenseValue(nil, planHour, samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := samples[0].T-planHour, samples[len(samples)-1].T-planHour
+	return table.Cell{
+		Row: []byte("k"), Family: FamilyData, Timestamp: planHour + hi,
+		Qualifier: cellcodec.AppendChunkQualifier(nil, cellcodec.EncDenseFloat, uint32(lo), uint32(hi)), Value: v,
+	}
+}
+
 func every15s(from, n int) []Sample {
 	var out []Sample
 	for i := from; i < from+n; i++ {
@@ -103,40 +116,70 @@ func TestCompactPlanRow(t *testing.T) {
 	for _, s := range raw240 {
 		rawCells = append(rawCells, planRaw(s))
 	}
-	// An hour compacted by this build (one packed cell) and by builds
-	// before packed cells (a plain cell a chunk).
+	// An hour of markers alone: each an exception of 9 bytes in a dense
+	// cell, a bit or two in XOR chunks.
+	var staleCells []table.Cell
+	for _, s := range every15s(0, 240) {
+		staleCells = append(staleCells, planRaw(Sample{T: s.T, V: stale}))
+	}
+	// An hour compacted into XOR chunks (one packed cell), by builds before
+	// packed cells (a plain cell a chunk), and into a dense cell (integers:
+	// a dense cell is far smaller than their XOR chunks).
 	packed := []table.Cell{planPacked(t, every15s(0, 120), every15s(120, 120))}
 	compacted := []table.Cell{planChunk(t, every15s(0, 120)), planChunk(t, every15s(120, 120))}
+	dense := []table.Cell{planDense(t, every15s(0, 240))}
 	for _, tc := range []struct {
 		name                  string
+		xorOnly               bool // the plan's FloatChunksXOR
 		cells                 []table.Cell
 		rows, puts, delChunks int
 		delRaw                int
+		enc                   chunkenc.Encoding // of the cells the plan puts
 	}{
-		{"raw hour", rawCells, 1, 1, 0, 240},
-		{"compacted hour", packed, 0, 0, 0, 0},
-		{"compacted hour, plain cells", compacted, 0, 0, 0, 0},
+		{"raw hour", true, rawCells, 1, 1, 0, 240, cellcodec.EncPackedXOR},
+		{"compacted hour", true, packed, 0, 0, 0, 0, 0},
+		{"compacted hour, plain cells", true, compacted, 0, 0, 0, 0, 0},
 		// A 241st sample within the run: a packed cell of three chunks
 		// overwrites the cell of two (same bounds, same version); one past
 		// the run's end has other bounds, and the old cell goes.
-		{"late sample", append(slices.Clone(packed), planRaw(Sample{T: planHour + 130*15000 + 1, V: 5})), 1, 1, 0, 1},
-		{"late sample past the chunks", append(slices.Clone(packed), planRaw(Sample{T: planHour + 3599_000, V: 5})), 1, 1, 1, 1},
-		{"late sample beside plain cells", append(slices.Clone(compacted), planRaw(Sample{T: planHour + 130*15000 + 1, V: 5})), 1, 1, 2, 1},
+		{"late sample", true, append(slices.Clone(packed), planRaw(Sample{T: planHour + 130*15000 + 1, V: 5})), 1, 1, 0, 1, cellcodec.EncPackedXOR},
+		{"late sample past the chunks", true, append(slices.Clone(packed), planRaw(Sample{T: planHour + 3599_000, V: 5})), 1, 1, 1, 1, cellcodec.EncPackedXOR},
+		{"late sample beside plain cells", true, append(slices.Clone(compacted), planRaw(Sample{T: planHour + 130*15000 + 1, V: 5})), 1, 1, 2, 1, cellcodec.EncPackedXOR},
 		// An overwrite: the same cut, so the new packed cell overwrites the
 		// old one (same qualifier and version), which must not be deleted.
-		{"late overwrite", append(slices.Clone(packed), planRaw(Sample{T: planHour + 15000, V: stale})), 1, 1, 0, 1},
-		{"late overwrite beside plain cells", append(slices.Clone(compacted), planRaw(Sample{T: planHour + 15000, V: stale})), 1, 1, 2, 1},
-		{"overlapping chunks", []table.Cell{planChunk(t, every15s(0, 100)), planChunk(t, every15s(0, 120)), compacted[1]}, 1, 1, 3, 0},
-		{"packed beside plain, interrupted", append(slices.Clone(compacted), packed...), 1, 1, 2, 0},
-		{"small hour", []table.Cell{planRaw(Sample{T: planHour, V: negZero})}, 1, 1, 0, 1},
+		{"late overwrite", true, append(slices.Clone(packed), planRaw(Sample{T: planHour + 15000, V: stale})), 1, 1, 0, 1, cellcodec.EncPackedXOR},
+		{"late overwrite beside plain cells", true, append(slices.Clone(compacted), planRaw(Sample{T: planHour + 15000, V: stale})), 1, 1, 2, 1, cellcodec.EncPackedXOR},
+		{"overlapping chunks", true, []table.Cell{planChunk(t, every15s(0, 100)), planChunk(t, every15s(0, 120)), compacted[1]}, 1, 1, 3, 0, cellcodec.EncPackedXOR},
+		{"packed beside plain, interrupted", true, append(slices.Clone(compacted), packed...), 1, 1, 2, 0, cellcodec.EncPackedXOR},
+		{"small hour", true, []table.Cell{planRaw(Sample{T: planHour, V: negZero})}, 1, 1, 0, 1, chunkenc.EncXOR},
+		// Dense cells where they save enough; XOR where they do not.
+		{"raw hour, dense", false, rawCells, 1, 1, 0, 240, cellcodec.EncDenseFloat},
+		{"small hour, dense allowed", false, []table.Cell{planRaw(Sample{T: planHour, V: negZero})}, 1, 1, 0, 1, cellcodec.EncDenseFloat},
+		{"hour of staleness markers, dense allowed", false, staleCells, 1, 1, 0, 240, cellcodec.EncPackedXOR},
+		{"dense hour", false, dense, 0, 0, 0, 0, 0},
+		// A late sample within the cell's bounds: the same qualifier and
+		// version, an overwrite; past them, the old cell goes.
+		{"late sample into a dense hour", false, append(slices.Clone(dense), planRaw(Sample{T: planHour + 130*15000 + 1, V: 5})), 1, 1, 0, 1, cellcodec.EncDenseFloat},
+		{"late sample past a dense cell", false, append(slices.Clone(dense), planRaw(Sample{T: planHour + 3599_000, V: 5})), 1, 1, 1, 1, cellcodec.EncDenseFloat},
+		{"late overwrite of a dense hour", false, append(slices.Clone(dense), planRaw(Sample{T: planHour + 15000, V: stale})), 1, 1, 0, 1, cellcodec.EncDenseFloat},
+		// Adapters of either setting on one table: each folds the other's
+		// cells into its own kind.
+		{"packed hour with a late sample, dense allowed", false, append(slices.Clone(packed), planRaw(Sample{T: planHour + 130*15000 + 1, V: 5})), 1, 1, 1, 1, cellcodec.EncDenseFloat},
+		{"dense hour with a late sample, XOR only", true, append(slices.Clone(dense), planRaw(Sample{T: planHour + 130*15000 + 1, V: 5})), 1, 1, 1, 1, cellcodec.EncPackedXOR},
+		{"dense beside packed, interrupted", false, append(slices.Clone(packed), dense...), 1, 1, 1, 0, cellcodec.EncDenseFloat},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var p compactPlan
+			p := compactPlan{xorOnly: tc.xorOnly}
 			if err := p.addRow([]byte("k"), planHour, tc.cells); err != nil {
 				t.Fatal(err)
 			}
 			if p.rows != tc.rows || len(p.puts) != tc.puts || len(p.delChunks) != tc.delChunks || len(p.delRaw) != tc.delRaw {
 				t.Fatalf("rows %d puts %d delChunks %d delRaw %d; want %d %d %d %d", p.rows, len(p.puts), len(p.delChunks), len(p.delRaw), tc.rows, tc.puts, tc.delChunks, tc.delRaw)
+			}
+			for _, c := range p.puts {
+				if enc := chunkenc.Encoding(c.Qualifier[1]); enc != tc.enc {
+					t.Fatalf("put cell %x of encoding %#x, want %#x", c.Qualifier, byte(enc), byte(tc.enc))
+				}
 			}
 			before := rowSamples(t, tc.cells)
 			after := rowAfter(tc.cells, &p)
@@ -155,13 +198,13 @@ func TestCompactPlanRow(t *testing.T) {
 					t.Fatalf("chunk cell %x: %+v, %v", c.Qualifier, chs, err)
 				}
 				for _, ch := range chs {
-					if ch.NumSamples() > cellcodec.SamplesPerChunk {
+					if ch.Encoding == chunkenc.EncXOR && ch.NumSamples() > cellcodec.SamplesPerChunk {
 						t.Fatalf("chunk cell %x: chunk of %d samples", c.Qualifier, ch.NumSamples())
 					}
 				}
 			}
 			// Compacting again changes nothing: idempotent.
-			var again compactPlan
+			again := compactPlan{xorOnly: tc.xorOnly}
 			if err := again.addRow([]byte("k"), planHour, after); err != nil || again.rows != 0 {
 				t.Fatalf("second compaction plans %d rows, %v", again.rows, err)
 			}

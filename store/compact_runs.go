@@ -11,9 +11,12 @@ import (
 	"github.com/prom-hbase/prom-hbase/table"
 )
 
-// addFloatRun plans the XOR chunks of a run of float samples of one row:
-// cellcodec.ChunkCount chunks of near-equal counts, in one plain chunk cell
-// or, for more than one chunk, one packed cell (cellcodec/packed.go).
+// addFloatRun plans the cell of a run of float samples of one row: XOR
+// chunks, cellcodec.ChunkCount of near-equal counts, in one plain chunk cell
+// or, for more than one chunk, one packed cell (cellcodec/packed.go); or,
+// unless p.xorOnly, a dense cell (cellcodec/dense.go) where that saves at
+// least DenseMinSaving of the XOR cell's bytes. A run of more than
+// cellcodec.MaxChunkSamples samples (sub-second scrapes) stays XOR.
 func (p *compactPlan) addFloatRun(key []byte, hourMillis int64, pts []cellcodec.Point) error {
 	p.samples = p.samples[:0]
 	for _, pt := range pts {
@@ -30,16 +33,24 @@ func (p *compactPlan) addFloatRun(key []byte, hourMillis int64, pts []cellcodec.
 		}
 		p.packed = append(p.packed, cellcodec.Chunk{Encoding: chunkenc.EncXOR, MinT: part[0].T, MaxT: part[len(part)-1].T, Data: v})
 	}
-	if n == 1 {
-		c := p.packed[0]
-		p.putChunk(key, hourMillis, c.Encoding, c.MinT, c.MaxT, c.Data)
-		return nil
+	enc, v := chunkenc.EncXOR, p.packed[0].Data
+	if n > 1 {
+		var err error
+		if v, err = cellcodec.AppendPackedValue(nil, hourMillis, p.packed); err != nil {
+			return fmt.Errorf("pack %d chunks: %w", n, err)
+		}
+		enc = cellcodec.EncPackedXOR
 	}
-	v, err := cellcodec.AppendPackedValue(nil, hourMillis, p.packed)
-	if err != nil {
-		return fmt.Errorf("pack %d chunks: %w", n, err)
+	if !p.xorOnly && len(p.samples) <= cellcodec.MaxChunkSamples {
+		dense, err := cellcodec.AppendDenseValue(nil, hourMillis, p.samples)
+		if err != nil {
+			return fmt.Errorf("encode dense cell: %w", err)
+		}
+		if float64(len(dense)) <= float64(len(v))*(1-DenseMinSaving) {
+			enc, v = cellcodec.EncDenseFloat, dense
+		}
 	}
-	p.putChunk(key, hourMillis, cellcodec.EncPackedXOR, p.packed[0].MinT, p.packed[n-1].MaxT, v)
+	p.putChunk(key, hourMillis, enc, p.samples[0].T, p.samples[len(p.samples)-1].T, v)
 	return nil
 }
 

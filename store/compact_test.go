@@ -138,8 +138,11 @@ type modelSeries struct {
 	vals map[int64][]string // pointString of each value
 	gen  *histgen.Gen       // nil: a float-only series
 	// dense series write hundreds of samples a batch, so that their hours
-	// hold several chunks, packed into one cell a run.
+	// hold several chunks, packed into one cell a run, or many samples in a
+	// dense cell if decimal.
 	dense bool
+	// decimal series write values with a few decimals (randValue).
+	decimal bool
 }
 
 func newCompactModel(rng *rand.Rand) *compactModel {
@@ -150,8 +153,11 @@ func newCompactModel(rng *rand.Rand) *compactModel {
 			"job", []string{"a", "b"}[rng.IntN(2)], "instance", fmt.Sprintf("host-%d", rng.IntN(6)))
 		if k := labels.New(ls...).String(); !seen[k] {
 			seen[k] = true
-			// Every fourth series dense; the first of them floats alone.
-			ms := &modelSeries{in: ls, vals: map[int64][]string{}, dense: len(m.series)%4 == 0}
+			// Every fourth series dense, every third decimal: series 0
+			// (dense, floats alone) fills packed cells, 4 (dense, decimal)
+			// dense cells.
+			i := len(m.series)
+			ms := &modelSeries{in: ls, vals: map[int64][]string{}, dense: i%4 == 0, decimal: i%3 == 1}
 			if len(m.series) > 0 && rng.IntN(2) == 0 {
 				ms.gen = histgen.New(rng, true)
 			}
@@ -199,7 +205,7 @@ func (m *compactModel) batch(rng *rand.Rand, window [2]int64) []SeriesIn {
 				in.Histograms = append(in.Histograms, HistogramSample{T: ts, H: h.H, FH: h.FH})
 				continue
 			}
-			v := math.Float64frombits(randValue(rng))
+			v := math.Float64frombits(randValue(rng, s.decimal))
 			if old := s.vals[ts]; len(old) > 0 && rng.IntN(2) == 0 {
 				var bits uint64
 				if _, err := fmt.Sscanf(old[len(old)-1], "%x", &bits); err == nil {
@@ -489,21 +495,24 @@ func testCompactProperty(t *testing.T, db table.DB, prefix string, rounds int) {
 		t.Fatalf("final pass: %+v", st)
 	}
 	check("final pass")
-	if packed := assertCompacted(t, s); packed == 0 {
-		t.Errorf("no packed cell: the dense series never filled an hour past one chunk")
+	if k := assertCompacted(t, s); k.packed == 0 || k.dense == 0 {
+		t.Errorf("cells %+v: want packed cells (hours of random floats past one chunk) and dense ones (hours of decimals)", k)
 	} else {
-		t.Logf("%d packed cells", packed)
+		t.Logf("cells %+v", k)
 	}
 	if st, err := c.Pass(context.Background()); err != nil || st.SeriesHours != 0 || st.BucketHours != 0 {
 		t.Fatalf("a pass after the end: %+v, %v", st, err)
 	}
 }
 
+// cellKinds counts the data table's chunk cells of each layout.
+type cellKinds struct{ plain, packed, dense int }
+
 // assertCompacted checks that the data table holds chunk cells only (and,
 // in FamilyData, histograms no chunk holds exactly), cut as cellcodec
 // says, and that the compaction table is empty. It returns the number of
-// packed cells.
-func assertCompacted(t testing.TB, s *Store) (packed int) {
+// chunk cells of each layout.
+func assertCompacted(t testing.TB, s *Store) (kinds cellKinds) {
 	t.Helper()
 	ctx := context.Background()
 	rows, err := scanPage(ctx, s.data, table.ScanOptions{}, 1<<20)
@@ -540,18 +549,23 @@ func assertCompacted(t testing.TB, s *Store) (packed int) {
 				t.Fatalf("row %x: chunk cell %x has version %d", r.Key, c.Qualifier, c.Timestamp)
 			}
 			for _, ch := range chunks[n:] {
-				if ch.NumSamples() > cellcodec.SamplesPerChunk {
+				if ch.Encoding != cellcodec.EncDenseFloat && ch.NumSamples() > cellcodec.SamplesPerChunk {
 					t.Fatalf("row %x: chunk cell %x holds a chunk of %d samples", r.Key, c.Qualifier, ch.NumSamples())
 				}
 			}
 			chunkCells++
-			if chunkenc.Encoding(c.Qualifier[1]) == cellcodec.EncPackedXOR {
-				packed++
+			switch chunkenc.Encoding(c.Qualifier[1]) {
+			case cellcodec.EncPackedXOR:
+				kinds.packed++
+			case cellcodec.EncDenseFloat:
+				kinds.dense++
+			default:
+				kinds.plain++
 			}
 		}
 		// A row of floats alone is one run: one cell however many chunks.
 		for _, ch := range chunks {
-			floatsOnly = floatsOnly && ch.Encoding == chunkenc.EncXOR
+			floatsOnly = floatsOnly && ch.IsFloat()
 		}
 		if floatsOnly && chunkCells != 1 {
 			t.Fatalf("row %x: floats alone in %d chunk cells", r.Key, chunkCells)
@@ -575,5 +589,5 @@ func assertCompacted(t testing.TB, s *Store) (packed int) {
 		}
 		t.Errorf("compaction table row %x left: %s", r.Key, strings.Join(qs, " "))
 	}
-	return packed
+	return kinds
 }

@@ -127,7 +127,7 @@ func newHistoryProp(t *testing.T, rng *rand.Rand, s *Store) *historyProp {
 			continue
 		}
 		seen[key] = true
-		r := &refSeries{in: ls, lset: withoutEmpty(ls), samples: map[int64]refPoint{}}
+		r := &refSeries{in: ls, lset: withoutEmpty(ls), samples: map[int64]refPoint{}, decimal: rng.IntN(2) == 0}
 		if rng.IntN(2) == 0 {
 			r.gen = histgen.New(rng, true)
 		}
@@ -160,7 +160,7 @@ func (p *historyProp) write() {
 				in.Histograms = append(in.Histograms, HistogramSample{T: ts, H: g.H, FH: g.FH})
 				continue
 			}
-			in.Samples = append(in.Samples, Sample{T: ts, V: math.Float64frombits(randValue(rng))})
+			in.Samples = append(in.Samples, Sample{T: ts, V: math.Float64frombits(randValue(rng, r.decimal))})
 		}
 		if len(in.Samples)+len(in.Histograms) > 0 {
 			batch = append(batch, in)
@@ -313,7 +313,7 @@ func (p *historyProp) entry(r *refSeries) SeriesIn {
 				g := r.gen.Next(t)
 				in.Histograms = append(in.Histograms, HistogramSample{T: t, H: g.H, FH: g.FH})
 			default:
-				in.Samples = append(in.Samples, Sample{T: t, V: math.Float64frombits(randValue(rng))})
+				in.Samples = append(in.Samples, Sample{T: t, V: math.Float64frombits(randValue(rng, r.decimal))})
 			}
 		}
 		if _, stored := r.samples[ts]; r.gen != nil && len(times) == 1 && !(stored && p.keepStored) && rng.IntN(40) == 0 {

@@ -310,7 +310,7 @@ func TestWriteHistoryBeside(t *testing.T) {
 		check("compacted")
 		for h := base; h < base+2*hour; h += hour {
 			for _, c := range rowCells(t, s, seriesRowKey(t, s, ls, h)) {
-				if !cellcodec.IsChunkQualifier(c.Qualifier) || (c.Qualifier[1] != byte(chunkenc.EncXOR) && c.Qualifier[1] != byte(cellcodec.EncPackedXOR)) {
+				if enc := chunkenc.Encoding(c.Qualifier[1]); !cellcodec.IsChunkQualifier(c.Qualifier) || (enc != chunkenc.EncXOR && enc != cellcodec.EncPackedXOR && enc != cellcodec.EncDenseFloat) {
 					t.Errorf("hour %d after a pass: cell %x", h, c.Qualifier)
 				}
 			}

@@ -29,8 +29,11 @@ type refSeries struct {
 	samples map[int64]refPoint
 	gen     *histgen.Gen // nil: floats only
 	// dense series (floats only) write hundreds of samples a round, so
-	// that their compacted hours hold several chunks in a packed cell.
+	// that their compacted hours hold several chunks in a packed cell, or
+	// many samples in a dense cell if decimal.
 	dense bool
+	// decimal series write values with a few decimals (randValue).
+	decimal bool
 }
 
 // refPoint is a sample as Select must return it (exact) and as a decoded
@@ -111,7 +114,18 @@ func withoutEmpty(ls []labels.Label) labels.Labels {
 	return b.Labels()
 }
 
-func randValue(rng *rand.Rand) uint64 {
+// randValue draws a sample's value: a quarter special values, the rest
+// normally distributed floats of every bit; for a decimal series, values as
+// exporters write them (zero to four decimals), special ones a tenth, so
+// that the compactor stores its hours as dense cells (cellcodec/dense.go)
+// with exceptions among their mantissas.
+func randValue(rng *rand.Rand, decimal bool) uint64 {
+	if decimal {
+		if rng.IntN(10) == 0 {
+			return propFloats[rng.IntN(len(propFloats))]
+		}
+		return math.Float64bits(float64(rng.IntN(2_000_000)-1_000_000) / []float64{1, 10, 100, 1000, 10000}[rng.IntN(5)])
+	}
 	if rng.IntN(4) == 0 {
 		return propFloats[rng.IntN(len(propFloats))]
 	}
@@ -182,7 +196,7 @@ func testProperty(t *testing.T, db table.DB, prefix string, queries int) {
 		if rng.IntN(2) == 0 {
 			r.gen = histgen.New(rng, true)
 		} else {
-			r.dense = rng.IntN(6) == 0
+			r.dense, r.decimal = rng.IntN(6) == 0, rng.IntN(2) == 0
 		}
 		ref[key] = r
 		series = append(series, r)
@@ -219,7 +233,7 @@ func testProperty(t *testing.T, db table.DB, prefix string, queries int) {
 					r.samples[ts] = histPoint(hs)
 					continue
 				}
-				smp := Sample{T: ts, V: math.Float64frombits(randValue(rng))}
+				smp := Sample{T: ts, V: math.Float64frombits(randValue(rng, r.decimal))}
 				in.Samples = append(in.Samples, smp)
 				r.samples[ts] = floatPoint(smp)
 			}
@@ -234,13 +248,14 @@ func testProperty(t *testing.T, db table.DB, prefix string, queries int) {
 			compactRandomHours(t, rng, s, series)
 		}
 	}
-	if slices.ContainsFunc(series, func(r *refSeries) bool { return r.dense }) {
-		// The reads below must meet packed cells.
-		if n := packedCells(t, s); n == 0 {
-			t.Fatal("dense series, but no packed cell after the compactions")
-		} else {
-			t.Logf("%d packed cells", n)
-		}
+	// The reads below must meet packed cells and dense ones.
+	k := chunkCellKinds(t, s)
+	t.Logf("cells %+v", k)
+	if slices.ContainsFunc(series, func(r *refSeries) bool { return r.dense && !r.decimal }) && k.packed == 0 {
+		t.Fatal("dense series of random floats, but no packed cell after the compactions")
+	}
+	if slices.ContainsFunc(series, func(r *refSeries) bool { return r.decimal }) && k.dense == 0 {
+		t.Fatal("decimal series, but no dense cell after the compactions")
 	}
 
 	for range queries {
@@ -338,22 +353,30 @@ func compactRandomHours(t *testing.T, rng *rand.Rand, s *Store, series []*refSer
 	}
 }
 
-// packedCells counts the data table's packed chunk cells.
-func packedCells(t testing.TB, s *Store) int {
+// chunkCellKinds counts the data table's chunk cells of each layout.
+func chunkCellKinds(t testing.TB, s *Store) cellKinds {
 	t.Helper()
 	rows, err := scanPage(context.Background(), s.data, table.ScanOptions{}, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var k cellKinds
 	for _, r := range rows {
 		for _, c := range r.Cells {
-			if cellcodec.IsChunkQualifier(c.Qualifier) && len(c.Qualifier) > 1 && chunkenc.Encoding(c.Qualifier[1]) == cellcodec.EncPackedXOR {
-				n++
+			if !cellcodec.IsChunkQualifier(c.Qualifier) || len(c.Qualifier) < 2 {
+				continue
+			}
+			switch chunkenc.Encoding(c.Qualifier[1]) {
+			case cellcodec.EncPackedXOR:
+				k.packed++
+			case cellcodec.EncDenseFloat:
+				k.dense++
+			default:
+				k.plain++
 			}
 		}
 	}
-	return n
+	return k
 }
 
 // compactRowNow compacts one hour row as a compactor pass would.

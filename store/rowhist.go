@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
-
 	"github.com/prom-hbase/prom-hbase/cellcodec"
 	"github.com/prom-hbase/prom-hbase/table"
 )
@@ -64,7 +62,7 @@ func (d *rowDecoder) decodeHist(hourMillis int64, cells []table.Cell, mint, maxt
 // appendChunkPoints appends the samples of chunk c in [mint, maxt] to
 // d.points.
 func (d *rowDecoder) appendChunkPoints(c storedChunk, mint, maxt int64) error {
-	if c.Encoding == chunkenc.EncXOR {
+	if c.IsFloat() {
 		var err error
 		if d.loose, err = appendChunkSamples(d.loose[:0], c, mint, maxt); err != nil {
 			return err

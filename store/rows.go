@@ -48,7 +48,7 @@ func (d *rowDecoder) decode(hourMillis int64, cells []table.Cell, mint, maxt int
 				return fmt.Errorf("cell %d of row: %w", i, err)
 			}
 			for _, cc := range d.chunks[n:] {
-				d.hist = d.hist || cc.Encoding != chunkenc.EncXOR
+				d.hist = d.hist || !cc.IsFloat()
 			}
 			continue
 		}
@@ -97,12 +97,13 @@ func (d *rowDecoder) decode(hourMillis int64, cells []table.Cell, mint, maxt int
 	return nil
 }
 
-// passable reports whether the i-th chunk can go out untouched: a chunk
-// wholly inside the range that no raw sample and no other chunk of the row
+// passable reports whether the i-th chunk can go out untouched: an XOR
+// chunk (a dense cell is decoded, and cut anew like raw samples) wholly
+// inside the range that no raw sample and no other chunk of the row
 // overlaps.
 func (d *rowDecoder) passable(i int, mint, maxt int64) bool {
 	c := d.chunks[i]
-	if c.MinT < mint || c.MaxT > maxt || c.NumSamples() == 0 {
+	if c.Encoding != chunkenc.EncXOR || c.MinT < mint || c.MaxT > maxt || c.NumSamples() == 0 {
 		return false
 	}
 	if i > 0 && d.chunks[i-1].MaxT >= c.MinT {

@@ -50,6 +50,25 @@ const (
 	DefaultChunkCompression    = "GZ"
 )
 
+// Config.FloatChunks values: how the compactor and WriteHistory store the
+// float samples of a closed series-hour.
+const (
+	// FloatChunksAuto (also "") stores a dense cell (cellcodec/dense.go)
+	// where it takes at least DenseMinSaving fewer bytes than the
+	// run's XOR chunks, and XOR chunks elsewhere.
+	FloatChunksAuto = "auto"
+	// FloatChunksXOR stores XOR chunks only, each of which a streamed read
+	// sends on as it is.
+	FloatChunksXOR = "xor"
+)
+
+// DenseMinSaving is the least fraction of an hour's XOR bytes that a dense
+// cell must save to be stored instead under FloatChunksAuto. A streamed
+// read sends an XOR chunk as it is but must decode a dense cell and encode
+// its samples into XOR chunks anew, about 10 ns a sample, so a dense cell
+// that saves little costs more than it is worth.
+const DenseMinSaving = 0.2
+
 // Config configures a Store. The zero value gives the defaults.
 type Config struct {
 	// TablePrefix is prepended to the table names prom-data and prom-uid.
@@ -72,6 +91,9 @@ type Config struct {
 	// without the notion ignore them.
 	DataCompression  string
 	ChunkCompression string
+	// FloatChunks is how closed hours' floats are stored: FloatChunksAuto
+	// ("" too) or FloatChunksXOR. Readers take both, whatever this says.
+	FloatChunks string
 	// Retention is the data family's TTL, counted from each sample's time
 	// (0: keep forever).
 	Retention time.Duration
@@ -128,6 +150,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.ScanConcurrency, DefaultScanConcurrency)
 	c.DataCompression = strings.ToUpper(cmp.Or(c.DataCompression, DefaultDataCompression))
 	c.ChunkCompression = strings.ToUpper(cmp.Or(c.ChunkCompression, DefaultChunkCompression))
+	c.FloatChunks = cmp.Or(c.FloatChunks, FloatChunksAuto)
 	if c.CompactGrace == 0 {
 		c.CompactGrace = DefaultCompactGrace
 	}
@@ -181,6 +204,9 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	if err := cfg.Layout.Validate(); err != nil {
 		return nil, fmt.Errorf("store layout: %w", err)
 	}
+	if cfg.FloatChunks != FloatChunksAuto && cfg.FloatChunks != FloatChunksXOR {
+		return nil, fmt.Errorf("float chunks %q: want %q or %q", cfg.FloatChunks, FloatChunksAuto, FloatChunksXOR)
+	}
 	s := &Store{cfg: cfg, layout: cfg.Layout, db: db, now: time.Now}
 	var err error
 	s.uid, err = ensureTable(ctx, db, uidTableSpec(cfg), cfg.Logger)
@@ -218,7 +244,7 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 		}
 	}
 	s.writers.New = func() any { return new(writer) }
-	s.histories.New = func() any { return new(historyWriter) }
+	s.histories.New = func() any { return &historyWriter{plan: compactPlan{xorOnly: cfg.FloatChunks == FloatChunksXOR}} }
 	return s, nil
 }
 

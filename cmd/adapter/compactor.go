@@ -27,7 +27,7 @@ type compactorFlags struct {
 
 func addCompactorFlags(app *kingpin.Application) *compactorFlags {
 	f := &compactorFlags{}
-	app.Flag("compactor.enabled", "Compact closed hours into Prometheus XOR chunks in the background. Any number of adapters may run it on the same tables; they share the work.").
+	app.Flag("compactor.enabled", "Compact closed hours into Prometheus XOR chunks or dense cells (--storage.float-chunks) in the background. Any number of adapters may run it on the same tables; they share the work.").
 		Default("true").BoolVar(&f.enabled)
 	app.Flag("compactor.grace", "How long after its end an hour is compacted. Later samples still land and are folded in by a later pass.").
 		Default(store.DefaultCompactGrace.String()).DurationVar(&f.grace)

@@ -149,9 +149,10 @@ func TestParseTime(t *testing.T) {
 }
 
 // TestHistoryFlagsReachTheStore: the store's history writes depend on
-// --compactor.grace and --write.timeout, in the adapter and in its import.
+// --compactor.grace, --write.timeout and --storage.float-chunks, in the
+// adapter and in its import.
 func TestHistoryFlagsReachTheStore(t *testing.T) {
-	given := []string{"--compactor.grace=2h", "--write.timeout=7s"}
+	given := []string{"--compactor.grace=2h", "--write.timeout=7s", "--storage.float-chunks=xor"}
 	serve, err := parseFlags(given)
 	if err != nil {
 		t.Fatal(err)
@@ -164,16 +165,16 @@ func TestHistoryFlagsReachTheStore(t *testing.T) {
 		"adapter": serve.storeConfig(0, nil, nil),
 		"import":  imp.storeConfig(0, nil, nil),
 	} {
-		if c.CompactGrace != 2*time.Hour || c.WriteTimeout != 7*time.Second {
-			t.Errorf("%s: store config has grace %v, write timeout %v; want the flags' 2h and 7s", name, c.CompactGrace, c.WriteTimeout)
+		if c.CompactGrace != 2*time.Hour || c.WriteTimeout != 7*time.Second || c.FloatChunks != store.FloatChunksXOR {
+			t.Errorf("%s: store config has grace %v, write timeout %v, float chunks %q; want the flags' 2h, 7s and xor", name, c.CompactGrace, c.WriteTimeout, c.FloatChunks)
 		}
 	}
 	imp, err = parseImportFlags([]string{"prometheus", t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := imp.storeConfig(0, nil, nil); c.CompactGrace != store.DefaultCompactGrace || c.WriteTimeout != store.DefaultWriteTimeout {
-		t.Errorf("import defaults: grace %v, write timeout %v; want the adapter's", c.CompactGrace, c.WriteTimeout)
+	if c := imp.storeConfig(0, nil, nil); c.CompactGrace != store.DefaultCompactGrace || c.WriteTimeout != store.DefaultWriteTimeout || c.FloatChunks != store.FloatChunksAuto {
+		t.Errorf("import defaults: grace %v, write timeout %v, float chunks %q; want the adapter's", c.CompactGrace, c.WriteTimeout, c.FloatChunks)
 	}
 	// A grace of 0s is none, where the store's zero would be its default.
 	serve, err = parseFlags([]string{"--compactor.grace=0s"})
