@@ -78,17 +78,27 @@ func (d *rowDecoder) decode(hourMillis int64, cells []table.Cell, mint, maxt int
 		return d.decodeHist(hourMillis, cells, mint, maxt, passThrough)
 	}
 	d.loose = append(d.loose, d.raw...)
+	// Each block appended is strictly ascending (raw sorted above, a chunk's
+	// samples checked by its decoder), so loose needs sorting only where a
+	// block does not start after the one before: raw samples among a
+	// chunk's, or chunks overlapping. The common row (a dense cell, or XOR
+	// chunks cut by the range) is then never sorted.
+	sorted := true
 	for i, c := range d.chunks {
 		if passThrough && d.passable(i, mint, maxt) {
 			d.pass = append(d.pass, c)
 			continue
 		}
+		before := len(d.loose)
 		var err error
 		if d.loose, err = appendChunkSamples(d.loose, c, mint, maxt); err != nil {
 			return err
 		}
+		if before > 0 && len(d.loose) > before && d.loose[before].T <= d.loose[before-1].T {
+			sorted = false
+		}
 	}
-	if len(d.loose) > len(d.raw) {
+	if !sorted {
 		// Raw samples come first, so the stable sort keeps them ahead of
 		// chunk samples of the same time and the compaction drops the latter.
 		slices.SortStableFunc(d.loose, compareSampleT)
