@@ -26,9 +26,9 @@ func FuzzRawRoundTrip(f *testing.F) {
 	})
 }
 
-// FuzzDecodeChunk feeds arbitrary bytes to the chunk cell reader (plain or
-// packed cells): it must never panic, and what it accepts must hold to the
-// qualifier's promise.
+// FuzzDecodeChunk feeds arbitrary bytes to the chunk cell reader (plain,
+// packed or dense cells): it must never panic, and what it accepts must
+// hold to the qualifier's promise.
 func FuzzDecodeChunk(f *testing.F) {
 	h := testHour
 	q, v := chunkOf(f, h, []Sample{{h + 1000, 1}, {h + 2000, 2}, {h + 2500, math.Float64frombits(staleNaN)}})
@@ -37,6 +37,8 @@ func FuzzDecodeChunk(f *testing.F) {
 	f.Add(AppendChunkQualifier(nil, chunkenc.EncXOR, 7, 7), []byte{0, 0})
 	pq, pv := packedOf(f, h, [][]Sample{{{h + 1000, 1}, {h + 2000, 2}}, {{h + 2500, math.Float64frombits(staleNaN)}}})
 	f.Add(pq, pv)
+	dq, dv := denseOf(f, h, []Sample{{h + 1000, 1.25}, {h + 2000, 2.5}, {h + 2500, math.Float64frombits(staleNaN)}, {h + 4000, -0.75}})
+	f.Add(dq, dv)
 	hs := []HistogramSample{
 		{T: h + 1, H: &histogram.Histogram{Schema: 0, Count: 1, PositiveSpans: []histogram.Span{{Length: 1}}, PositiveBuckets: []int64{1}}},
 		{T: h + 2, H: &histogram.Histogram{Schema: 0, Count: 2, PositiveSpans: []histogram.Span{{Length: 1}}, PositiveBuckets: []int64{2}}},
@@ -66,7 +68,7 @@ func checkFuzzedChunk(t *testing.T, h int64, q, v []byte, c Chunk) {
 	if c.MinT > c.MaxT || c.MinT < h || c.MaxT >= h+HourMillis {
 		t.Fatalf("accepted %+v from qualifier %x", c, q)
 	}
-	if c.Encoding != chunkenc.EncXOR {
+	if !c.IsFloat() {
 		if c.Encoding != chunkenc.EncHistogram && c.Encoding != chunkenc.EncFloatHistogram {
 			t.Fatalf("accepted encoding %s", c.Encoding)
 		}
@@ -112,6 +114,8 @@ func FuzzDecodeRow(f *testing.F) {
 	q, v := chunkOf(f, h, []Sample{{h + 1000, 1}, {h + 2000, 2}, {h + 2500, math.Float64frombits(staleNaN)}})
 	f.Add([]byte{0, 0, 1, 0}, []byte{0x7f, 0xf0, 0, 0, 0, 0, 0, 2})
 	f.Add(q, v)
+	dq, dv := denseOf(f, h, []Sample{{h + 1000, 1.25}, {h + 2000, 2.5}, {h + 2500, math.Float64frombits(staleNaN)}})
+	f.Add(dq, dv)
 	f.Add([]byte{1, 1}, []byte{0, 5, 0xff, 0xff, 0xff})
 	f.Add([]byte{}, []byte{})
 	f.Fuzz(func(t *testing.T, q, v []byte) {
@@ -204,3 +208,4 @@ func FuzzDecodeHistogramValue(f *testing.F) {
 		}
 	})
 }
+
