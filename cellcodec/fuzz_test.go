@@ -208,4 +208,3 @@ func FuzzDecodeHistogramValue(f *testing.F) {
 		}
 	})
 }
-

@@ -56,7 +56,12 @@
 # /metrics reaches the data set's series-hours, measures the data table again,
 # flushed alone (the compactor's sweep of the raw family done) and then after
 # flush + major compaction ("adapter, compacted"), and keeps the compactor
-# running for read and ingest.
+# running for read and ingest. When the adapter has --storage.float-chunks,
+# the data set goes once more into tables of their own, through an adapter
+# with --storage.float-chunks=xor, compacted the same way ("adapter,
+# compacted, XOR chunks only"); that adapter reads in the streamed rounds
+# too (the adapter's default stores dense cells, which a streamed read
+# re-encodes; XOR chunks go out untouched).
 #
 # Knobs: COLD_SERIES (10000), SUSTAIN (20s), SUSTAIN_BATCH (2000), DS_SERIES
 # (1000), DS_ROUNDS (360), INGEST_ROUNDS (900), INGEST_REPS (3), READ_REPS (10), READ_STREAMED_REPS (100), READ_ROUNDS (3), READ_WARMUP
@@ -336,6 +341,21 @@ if [[ -n $has_compactor ]]; then
   # raw family has dropped the raw cells it folded.
   rec bytes-fresh-compacted "$bt" flush "${prefix}ds-prom-data"
   rec bytes-compacted "$bt" compact -root "$hbase_root" "${prefix}ds-prom-data"
+  # The same data set compacted into XOR chunks alone, on tables of its own:
+  # what dense cells save on disk, and (its streamed reads below) what they
+  # cost a streamed read, which passes XOR chunks on untouched.
+  if [[ $adapter_help == *storage.float-chunks* ]]; then
+    say "the data set again, compacted into XOR chunks only (--storage.float-chunks=xor)"
+    main_url=$adapter_url main_pid=$adapter_pid
+    start_adapter dx "${prefix}dx-" "${raw[@]}" --storage.float-chunks=xor
+    "$bt" load -target "adapter=$adapter_url" "${ds[@]}" -rounds "$ds_rounds" > /dev/null
+    stop_pid "$adapter_pid"
+    start_adapter dx "${prefix}dx-" "${compactor_flags[@]}" --storage.float-chunks=xor
+    wait_series_hours $((ds_series * ((ds_rounds * step_ms + 3600000 - 1) / 3600000)))
+    rec bytes-compacted-xor "$bt" compact -root "$hbase_root" "${prefix}dx-prom-data"
+    xor_url=$adapter_url xor_pid=$adapter_pid
+    adapter_url=$main_url adapter_pid=$main_pid
+  fi
 else
   say "the adapter has no --compactor flags: no compacted figure"
 fi
@@ -354,11 +374,14 @@ for mode in streamed samples; do
     read_warm=(-warmup "$read_warmup")
     ((round == 1)) || read_warm=(-warmup 0s -steady 0)
     order=(adapter prometheus)
-    ((round % 2)) || order=(prometheus adapter)
+    [[ $mode == streamed && -n ${xor_url:-} ]] && order=(adapter adapter-xor prometheus)
+    ((round % 2)) || order=($(printf '%s\n' "${order[@]}" | tac))
     for reader in "${order[@]}"; do
       case $reader in
         adapter) rec read "$bt" read -target "adapter=$adapter_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$reps" "${read_warm[@]}" \
           -pid "adapter=$adapter_pid" -pid "hbase=$hbase_pid" ;;
+        adapter-xor) rec read-xor "$bt" read -target "adapter=$xor_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$reps" "${read_warm[@]}" \
+          -pid "adapter=$xor_pid" -pid "hbase=$hbase_pid" ;;
         prometheus) [[ $prom == none ]] || rec read "$bt" read -target "prometheus=$prom_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$reps" "${read_warm[@]}" \
           -pid "prometheus=$prom_pid" ;;
       esac

@@ -162,6 +162,9 @@ func reportBytes(rs records, samples float64) {
 	}
 	row("adapter, raw cells", raw)
 	row("adapter, compacted", comp)
+	if b := rs.findTable("bytes-compacted-xor", "prom-data"); b > 0 {
+		row("adapter, compacted, XOR chunks only (--storage.float-chunks=xor)", b)
+	}
 	if b := rs.findTable("bytes-fresh-compacted", "prom-data"); b > 0 {
 		row("adapter, compacted, before HBase's major compaction (raw family swept by the compactor)", b)
 	}
@@ -228,11 +231,19 @@ func reportRead(rs records) {
 		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", name, fig(r.rate, 0), vsO, vsP, fig(r.cold, 0), fig(r.cpu, 3))
 	}
 	row("adapter, streamed remote read", as, ratio(as.rate, o.rate), vs(as, ps))
+	ax := get("read-xor", "adapter", "streamed")
+	if ax.rate > 0 {
+		row("adapter, streamed remote read, XOR chunks only (--storage.float-chunks=xor)", ax, ratio(ax.rate, o.rate), vs(ax, ps))
+	}
 	row("adapter, sampled remote read", am, ratio(am.rate, o.rate), vs(am, pm))
 	row("OpenTSDB /api/query (aggregator none)", o, "1.00", "")
 	row("Prometheus, streamed remote read", ps, ratio(ps.rate, o.rate), "1.00")
 	row("Prometheus, sampled remote read", pm, ratio(pm.rate, o.rate), "1.00")
 	fmt.Println()
+	if ax.rate > 0 {
+		fmt.Printf("The adapter's streamed read of its default cells (dense where they save at least a fifth) against XOR chunks only: %s%s (the rounds paired as they ran).\n\n",
+			ratio(as.rate, ax.rate), ratioRange(as.runs, ax.runs, "samples_per_sec"))
+	}
 	fa, fo := get("read-fresh", "adapter", "streamed"), get("read-fresh", "opentsdb", "api/query")
 	if fa.rate == 0 || fo.rate == 0 {
 		return

@@ -73,6 +73,26 @@ step=read target=opentsdb via=api/query samples_per_sec=10 first_pass_samples_pe
 	if want := "| Prometheus, streamed remote read | 100 | 10.00 | 1.00 | 90 | 0.100 |"; !strings.Contains(out, want) {
 		t.Errorf("report lacks %q:\n%s", want, out)
 	}
+	if strings.Contains(out, "XOR chunks only") {
+		t.Errorf("report has XOR-only rows without their reads:\n%s", out)
+	}
+
+	// The XOR-only tables' streamed rounds: a row of their own, paired with
+	// Prometheus's rounds and with the default tables' (0.8, 1.0 and 1.0).
+	in += `step=read-xor target=adapter via=streamed samples_per_sec=100 first_pass_samples_per_sec=8 cpu_s_total_per_million=0.2
+step=read-xor target=adapter via=streamed samples_per_sec=80 first_pass_samples_per_sec=60 cpu_s_total_per_million=0.2
+step=read-xor target=adapter via=streamed samples_per_sec=100 first_pass_samples_per_sec=60 cpu_s_total_per_million=0.2
+`
+	if rs, err = parseRecords(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	out = captureStdout(t, func() { reportRead(rs) })
+	if want := "| adapter, streamed remote read, XOR chunks only (--storage.float-chunks=xor) | 100 | 10.00 | 1.00 (0.80-1.00) | 8 | 0.200 |"; !strings.Contains(out, want) {
+		t.Errorf("report lacks %q:\n%s", want, out)
+	}
+	if want := "against XOR chunks only: 0.80 (0.50-1.00)"; !strings.Contains(out, want) {
+		t.Errorf("report lacks %q:\n%s", want, out)
+	}
 }
 
 // captureStdout returns what f prints to standard output.
