@@ -390,6 +390,8 @@ for mode in streamed samples; do
 done
 rec read "$bt" read -target "opentsdb=$tsd_url" "${ds[@]}" -rounds "$ds_rounds" -reps "$read_reps" -warmup "$read_warmup" \
   -pid "tsd=$tsd_pid" -pid "hbase=$hbase_pid"
+# The XOR-only adapter has read; its compactor's passes stay out of the ingest.
+[[ -z ${xor_pid:-} ]] || stop_pid "$xor_pid"
 
 # --- ingest: more of the same series, until durable --------------------------
 # From now on, 15 s apart: neither OpenTSDB (it compacts rows whose hour began
