@@ -25,14 +25,7 @@ func planRaw(s Sample) table.Cell {
 
 func planChunk(t testing.TB, samples []Sample) table.Cell {
 	v, err := cellcodec.AppendChunkValue(nil, samples)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lo, hi := samples[0].T-planHour, samples[len(samples)-1].T-planHour
-	return table.Cell{
-		Row: []byte("k"), Family: FamilyData, Timestamp: planHour + hi,
-		Qualifier: cellcodec.AppendChunkQualifier(nil, chunkenc.EncXOR, uint32(lo), uint32(hi)), Value: v,
-	}
+	return planCell(t, chunkenc.EncXOR, samples[0].T, samples[len(samples)-1].T, v, err)
 }
 
 // planPacked is the packed cell of parts, each a chunk (cellcodec/packed.go).
@@ -43,26 +36,25 @@ func planPacked(t testing.TB, parts ...[]Sample) table.Cell {
 		chunks = append(chunks, cellcodec.Chunk{Encoding: chunkenc.EncXOR, MinT: p[0].T, MaxT: p[len(p)-1].T, Data: c.Value})
 	}
 	v, err := cellcodec.AppendPackedValue(nil, planHour, chunks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lo, hi := chunks[0].MinT-planHour, chunks[len(chunks)-1].MaxT-planHour
-	return table.Cell{
-		Row: []byte("k"), Family: FamilyData, Timestamp: planHour + hi,
-		Qualifier: cellcodec.AppendChunkQualifier(nil, cellcodec.EncPackedXOR, uint32(lo), uint32(hi)), Value: v,
-	}
+	return planCell(t, cellcodec.EncPackedXOR, chunks[0].MinT, chunks[len(chunks)-1].MaxT, v, err)
 }
 
 // planDense is the dense cell of samples (cellcodec/dense.go).
 func planDense(t testing.TB, samples []Sample) table.Cell {
 	v, err := cellcodec.AppendDenseValue(nil, planHour, samples)
+	return planCell(t, cellcodec.EncDenseFloat, samples[0].T, samples[len(samples)-1].T, v, err)
+}
+
+// planCell is the chunk cell of encoding enc whose first and last samples
+// are at mint and maxt, its value v as encoded (err from the encoder).
+func planCell(t testing.TB, enc chunkenc.Encoding, mint, maxt int64, v []byte, err error) table.Cell {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	lo, hi := samples[0].T-planHour, samples[len(samples)-1].T-planHour
 	return table.Cell{
-		Row: []byte("k"), Family: FamilyData, Timestamp: planHour + hi,
-		Qualifier: cellcodec.AppendChunkQualifier(nil, cellcodec.EncDenseFloat, uint32(lo), uint32(hi)), Value: v,
+		Row: []byte("k"), Family: FamilyData, Timestamp: maxt,
+		Qualifier: cellcodec.AppendChunkQualifier(nil, enc, uint32(mint-planHour), uint32(maxt-planHour)), Value: v,
 	}
 }
 

@@ -26,19 +26,23 @@ func BenchmarkSelectChunksPerMetric(b *testing.B) {
 		// one: on HBase a write of a few hundred samples costs half as much
 		// in one region, a read of a small metric several times more.
 		for _, regions := range []int{0, 1} {
-			b.Run(fmt.Sprintf("%s/regions=%d", be.Name, regions), func(b *testing.B) {
-				benchSelectPerMetric(b, be, regions)
-			})
+			// The hours compacted into dense cells (the default, for these
+			// integer values) or into XOR chunks, which go out untouched.
+			for _, fc := range []string{FloatChunksAuto, FloatChunksXOR} {
+				b.Run(fmt.Sprintf("%s/regions=%d/%s", be.Name, regions, fc), func(b *testing.B) {
+					benchSelectPerMetric(b, be, regions, fc)
+				})
+			}
 		}
 	}
 }
 
-func benchSelectPerMetric(b *testing.B, be testdb.Backend, regions int) {
+func benchSelectPerMetric(b *testing.B, be testdb.Backend, regions int, floatChunks string) {
 	db, prefix := be.Open(b)
 	ctx := context.Background()
 	const nSeries, hours, perHour, metrics = 1000, 2, 240, 50
 	t0 := int64(1_760_000_000_000) / hour * hour
-	s := openStore(b, db, Config{TablePrefix: prefix, DataRegions: regions})
+	s := openStore(b, db, Config{TablePrefix: prefix, DataRegions: regions, FloatChunks: floatChunks})
 	for h := range int64(hours) {
 		batch := benchBatch(nSeries, perHour, t0+h*hour)
 		if err := s.Write(ctx, batch); err != nil {

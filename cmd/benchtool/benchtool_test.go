@@ -32,23 +32,6 @@ func TestSeriesSetStrings(t *testing.T) {
 	}
 }
 
-func TestValueGenCountersOnlyGrow(t *testing.T) {
-	set := seriesSet("r", 8, 4)
-	for i, s := range set {
-		g, prev := newValueGen(s, i), -1.0
-		for range 1000 {
-			v := g.next()
-			if (s.kind == intCounter || s.kind == floatCounter) && v < prev {
-				t.Fatalf("counter %s went down: %v after %v", s.metric, v, prev)
-			}
-			if v < 0 {
-				t.Fatalf("%s: negative value %v", s.metric, v)
-			}
-			prev = v
-		}
-	}
-}
-
 // A load split by -skip-rounds sends the same samples as one load.
 func TestShardsSkipRounds(t *testing.T) {
 	set := seriesSet("r", 10, 4)

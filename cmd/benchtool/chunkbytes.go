@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/prom-hbase/prom-hbase/internal/benchdata"
 )
 
 // runChunkBytes prints, per value kind of the data set and for all of it,
@@ -42,16 +44,16 @@ type kindBytes struct {
 
 // chunkBytes encodes rounds samples of every series of set, step ms apart
 // from start, into XOR chunks of tsdb.DefaultSamplesPerChunk samples; the
-// kinds in kindSuffix order, then all.
+// kinds in benchdata's order, then all.
 func chunkBytes(set []series, start, step int64, rounds int) []*kindBytes {
-	out := make([]*kindBytes, len(kindSuffix)+1)
+	out := make([]*kindBytes, benchdata.Kinds+1)
 	for i := range out {
 		out[i] = &kindBytes{kind: "all"}
-		if i < len(kindSuffix) {
-			out[i].kind = kindSuffix[i]
+		if i < benchdata.Kinds {
+			out[i].kind = benchdata.Kind(i).Suffix()
 		}
 	}
-	all := out[len(kindSuffix)]
+	all := out[benchdata.Kinds]
 	gens := valueGens(set)
 	for i, s := range set {
 		k := out[s.kind]
@@ -59,7 +61,7 @@ func chunkBytes(set []series, start, step int64, rounds int) []*kindBytes {
 			c := chunkenc.NewXORChunk()
 			app, _ := c.Appender() // a new chunk's appender never fails
 			for r := from; r < min(from+tsdb.DefaultSamplesPerChunk, rounds); r++ {
-				app.Append(0, start+int64(r)*step, gens[i].next())
+				app.Append(0, start+int64(r)*step, gens[i].Next())
 			}
 			for _, kb := range []*kindBytes{k, all} {
 				kb.samples += c.NumSamples()

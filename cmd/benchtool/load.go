@@ -46,7 +46,7 @@ func (d *dataFlags) shards(set []series, enc encoder) ([][]request, int, error) 
 	for i := range set {
 		gens[i] = newValueGen(set[i], i)
 		for range d.skip {
-			gens[i].next()
+			gens[i].Next()
 		}
 	}
 	// Values are drawn in round order for every series, so a load split
@@ -55,7 +55,7 @@ func (d *dataFlags) shards(set []series, enc encoder) ([][]request, int, error) 
 	for i := range set {
 		values[i] = make([]float64, d.rounds)
 		for r := range d.rounds {
-			values[i][r] = gens[i].next()
+			values[i][r] = gens[i].Next()
 		}
 	}
 	out := make([][]request, d.conc)

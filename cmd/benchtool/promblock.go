@@ -34,7 +34,7 @@ func runPromBlock(args []string) error {
 	gens := valueGens(set)
 	for _, g := range gens {
 		for range d.skip {
-			g.next()
+			g.Next()
 		}
 	}
 	ss := blockSeries(set, gens, d.start+int64(d.skip)*d.step, d.step, d.rounds)
@@ -79,7 +79,7 @@ func blockSeries(set []series, gens []*valueGen, from, step int64, rounds int) [
 		b.Sort()
 		samples := make([]chunks.Sample, rounds)
 		for r := range samples {
-			samples[r] = fsample{t: from + int64(r)*step, f: gens[i].next()}
+			samples[r] = fsample{t: from + int64(r)*step, f: gens[i].Next()}
 		}
 		ss[i] = storage.NewListSeries(b.Labels(), samples)
 	}

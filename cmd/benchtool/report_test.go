@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/prom-hbase/prom-hbase/internal/benchdata"
 )
 
 func TestIngestMedianAndRange(t *testing.T) {
@@ -123,7 +125,7 @@ func captureStdout(t *testing.T, f func()) string {
 func TestChunkBytes(t *testing.T) {
 	set := seriesSet("ds", 40, 8)
 	ks := chunkBytes(set, 1_750_000_000_000, 15000, 250)
-	if len(ks) != len(kindSuffix)+1 || ks[len(ks)-1].kind != "all" {
+	if len(ks) != benchdata.Kinds+1 || ks[len(ks)-1].kind != "all" {
 		t.Fatalf("%d rows, want one per kind and all", len(ks))
 	}
 	all := ks[len(ks)-1]
@@ -140,7 +142,7 @@ func TestChunkBytes(t *testing.T) {
 	if all.samples != samples || all.xor != xor {
 		t.Errorf("all: %d samples, %d bytes; the kinds sum to %d, %d", all.samples, all.xor, samples, xor)
 	}
-	if g, c := ks[intGauge], ks[floatCounter]; g.xor >= c.xor {
+	if g, c := ks[benchdata.IntGauge], ks[benchdata.FloatCounter]; g.xor >= c.xor {
 		t.Errorf("integer gauges %d bytes, two-decimal counters %d: want fewer", g.xor, c.xor)
 	}
 	// 250 samples: chunks of 120, 120 and 10 per series, each with its

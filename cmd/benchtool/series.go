@@ -1,9 +1,9 @@
 package main
 
 import (
-	"math"
-	"math/rand/v2"
 	"strconv"
+
+	"github.com/prom-hbase/prom-hbase/internal/benchdata"
 )
 
 // A label set as a Prometheus scrape produces it: __name__, job and
@@ -12,19 +12,8 @@ import (
 type series struct {
 	metric string
 	labels [][2]string // name, value; sorted by name, __name__ not included
-	kind   valueKind
+	kind   benchdata.Kind
 }
-
-type valueKind int
-
-const (
-	intCounter   valueKind = iota // requests_total, histogram buckets: integer increments, none in half the scrapes
-	floatCounter                  // cpu_seconds_total: increments with two decimals
-	intGauge                      // memory bytes: pages, unchanged in 70 % of scrapes
-	floatGauge                    // load averages: two decimals, a random walk, unchanged in half the scrapes
-)
-
-var kindSuffix = [...]string{"requests_total", "cpu_seconds_total", "memory_bytes", "load_ratio"}
 
 // seriesSet builds n series for run (a token that makes pod values new),
 // spread over metrics metric names. The strings a fresh store must assign
@@ -48,8 +37,8 @@ func newSeries(run string, i, pod, metrics int) series {
 		job = "app"
 	}
 	s := series{
-		metric: "bench_" + strconv.Itoa(m) + "_" + kindSuffix[m%4],
-		kind:   valueKind(m % 4),
+		metric: "bench_" + strconv.Itoa(m) + "_" + benchdata.Kind(m%benchdata.Kinds).Suffix(),
+		kind:   benchdata.Kind(m % benchdata.Kinds),
 	}
 	// Sorted by label name, as Prometheus sends them.
 	if i%3 == 0 {
@@ -79,46 +68,7 @@ func distinctStrings(set []series) int {
 	return len(metrics) + len(names) + len(values)
 }
 
-// valueGen yields the samples of one series: counters that only grow,
-// gauges that wander, each of a realistic precision. Seeded per series so
-// every target gets the same values.
-type valueGen struct {
-	kind valueKind
-	rng  *rand.Rand
-	v    float64
-}
+// valueGen yields the samples of one series (benchdata.Values).
+type valueGen = benchdata.Values
 
-func newValueGen(s series, idx int) *valueGen {
-	g := &valueGen{kind: s.kind, rng: rand.New(rand.NewPCG(uint64(idx), 42))}
-	switch s.kind {
-	case intCounter:
-		g.v = float64(g.rng.IntN(1_000_000))
-	case floatCounter:
-		g.v = float64(g.rng.IntN(10_000_000)) / 100
-	case intGauge:
-		g.v = float64(4096 * (10_000 + g.rng.IntN(1_000_000)))
-	case floatGauge:
-		g.v = float64(g.rng.IntN(400)) / 100
-	}
-	return g
-}
-
-func (g *valueGen) next() float64 {
-	switch g.kind {
-	case intCounter:
-		if g.rng.IntN(2) == 0 {
-			g.v += float64(1 + g.rng.IntN(20))
-		}
-	case floatCounter:
-		g.v = math.Round((g.v+float64(g.rng.IntN(1500))/100)*100) / 100
-	case intGauge:
-		if g.rng.IntN(10) >= 7 {
-			g.v += float64(4096 * (g.rng.IntN(201) - 100))
-		}
-	case floatGauge:
-		if g.rng.IntN(2) == 0 {
-			g.v = math.Round(math.Abs(g.v+g.rng.NormFloat64()*0.1)*100) / 100
-		}
-	}
-	return g.v
-}
+func newValueGen(s series, idx int) *valueGen { return benchdata.NewValues(s.kind, idx) }
