@@ -24,6 +24,20 @@ func (s *suite) compactionRounds() {
 	t := s.t
 	before := s.waitCompacted(0)
 	t.Logf("compactors: %.0f series-hours compacted, %.0f raw cells deleted", before.hours, before.deleted)
+	// The rounds below must read both kinds of float cells the default
+	// (--storage.float-chunks=auto) writes: dense cells of the decimal
+	// values (Prometheus's own metrics, most of the history), XOR chunks of
+	// the others.
+	cells := map[string]float64{}
+	for _, m := range s.adapterMetrics() {
+		for _, l := range []string{"xor", "packed", "dense", "histogram"} {
+			cells[l] += m.labeled("promhbase_compactor_cells_written_total", `layout="`+l+`"`)
+		}
+	}
+	t.Logf("compactors: cells written by layout: %v", cells)
+	if cells["dense"] == 0 || cells["xor"]+cells["packed"] == 0 || cells["histogram"] == 0 {
+		t.Fatalf("cells written by layout %v: want dense cells, XOR chunks and histogram chunks", cells)
+	}
 	// The compactor that folded raw cells has the raw family swept (flush,
 	// major compaction of r) at the end of that pass, so that the late
 	// samples below are read without stepping over the folded cells.

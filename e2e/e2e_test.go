@@ -486,6 +486,22 @@ func (m metrics) get(name, queue string) float64 {
 	return -1
 }
 
+// labeled sums the samples of metric name whose labels hold label (as
+// written in the exposition: name="value").
+func (m metrics) labeled(name, label string) float64 {
+	sum := 0.0
+	for _, line := range m[name] {
+		if !strings.Contains(line, label) {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
 // writeBoth writes series to the adapter (retrying as Prometheus would)
 // and, once acknowledged, to A.
 func (s *suite) writeBoth(adapter int, series []prompb.TimeSeries) {

@@ -180,6 +180,9 @@ func (c *Compactor) apply(ctx context.Context, l *lease, st *PassStats) error {
 	c.m.seriesHours.Add(float64(p.rows))
 	c.m.rawDeleted.Add(float64(len(p.delRaw)))
 	c.m.bytesWritten.Add(float64(p.bytes))
+	for i, n := range p.layouts {
+		c.m.cells.WithLabelValues(cellLayouts[i]).Add(float64(n))
+	}
 	return nil
 }
 

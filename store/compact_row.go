@@ -16,12 +16,13 @@ import (
 // any chunk, and an old chunk beside a new one agrees with it wherever no
 // raw cell overrides both.
 type compactPlan struct {
-	puts      []table.Cell // new chunk cells
-	delChunks []table.Cell // old chunk cells no new one overwrites
-	delRaw    []table.Cell // exactly the raw cells read: qualifier and version
-	rows      int          // rows that change
-	bytes     int          // qualifier and value bytes of puts
-	xorOnly   bool         // floats as XOR chunks only (Config.FloatChunks)
+	puts      []table.Cell          // new chunk cells
+	delChunks []table.Cell          // old chunk cells no new one overwrites
+	delRaw    []table.Cell          // exactly the raw cells read: qualifier and version
+	rows      int                   // rows that change
+	bytes     int                   // qualifier and value bytes of puts
+	layouts   [len(cellLayouts)]int // puts by cellLayout
+	xorOnly   bool                  // floats as XOR chunks only (Config.FloatChunks)
 
 	// scratch
 	samples []Sample
@@ -38,7 +39,7 @@ func (p *compactPlan) reset() {
 	clear(p.delChunks)
 	clear(p.delRaw)
 	p.puts, p.delChunks, p.delRaw = p.puts[:0], p.delChunks[:0], p.delRaw[:0]
-	p.rows, p.bytes = 0, 0
+	p.rows, p.bytes, p.layouts = 0, 0, [len(cellLayouts)]int{}
 }
 
 // addRow plans the compaction of one hour row (key, its cells as read, the

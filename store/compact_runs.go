@@ -80,6 +80,7 @@ func (p *compactPlan) putChunk(key []byte, hourMillis int64, enc chunkenc.Encodi
 	q := cellcodec.AppendChunkQualifier(nil, enc, uint32(mint-hourMillis), uint32(maxt-hourMillis))
 	p.puts = append(p.puts, table.Cell{Row: key, Family: FamilyData, Qualifier: q, Timestamp: maxt, Value: v})
 	p.bytes += len(q) + len(v)
+	p.layouts[cellLayout(enc)]++
 }
 
 // kept reports whether a raw cell's qualifier is the time of a sample in

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
@@ -590,4 +591,51 @@ func assertCompacted(t testing.TB, s *Store) (kinds cellKinds) {
 		t.Errorf("compaction table row %x left: %s", r.Key, strings.Join(qs, " "))
 	}
 	return kinds
+}
+
+// TestCompactorCountsCellLayouts: promhbase_compactor_cells_written_total
+// counts the cells a pass writes by layout: an hour of decimals as a dense
+// cell, an hour of random floats as a packed cell, a few of them as one XOR
+// chunk; and with FloatChunksXOR no dense cell.
+func TestCompactorCountsCellLayouts(t *testing.T) {
+	for _, fc := range []string{FloatChunksAuto, FloatChunksXOR} {
+		t.Run(fc, func(t *testing.T) {
+			db, prefix := openPebble(t)
+			ctx := context.Background()
+			s, clock := clockedStore(t, db, Config{TablePrefix: prefix, FloatChunks: fc})
+			h0 := time.Now().Add(-6*time.Hour).UnixMilli() / hour * hour
+			rng := rand.New(rand.NewPCG(1, 2))
+			var dec, rnd, few []Sample
+			for i := range 240 {
+				ts := h0 + int64(i)*15_000
+				dec = append(dec, Sample{T: ts, V: float64(1000+i) / 100})
+				rnd = append(rnd, Sample{T: ts, V: rng.NormFloat64()})
+			}
+			few = rnd[:10]
+			if err := s.Write(ctx, []SeriesIn{
+				{Labels: lbls("__name__", "m", "i", "dec"), Samples: dec},
+				{Labels: lbls("__name__", "m", "i", "rnd"), Samples: rnd},
+				{Labels: lbls("__name__", "m", "i", "few"), Samples: few},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			clock.advance(30 * time.Minute)
+			c, err := s.NewCompactor(CompactorConfig{Rate: -1, now: clock.now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st, err := c.Pass(ctx); err != nil || st.SeriesHours != 3 {
+				t.Fatalf("pass: %+v, %v; want 3 series-hours", st, err)
+			}
+			want := map[string]float64{"xor": 1, "packed": 2, "dense": 0, "histogram": 0}
+			if fc == FloatChunksAuto {
+				want["packed"], want["dense"] = 1, 1
+			}
+			for l, n := range want {
+				if got := testutil.ToFloat64(c.m.cells.WithLabelValues(l)); got != n {
+					t.Errorf("layout %s: %v cells, want %v", l, got, n)
+				}
+			}
+		})
+	}
 }
