@@ -296,3 +296,17 @@ func TestDataSplitKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenRefusesUnknownFloatChunks: a Config.FloatChunks the store does
+// not know is refused at Open, naming what it takes, before a table is
+// created.
+func TestOpenRefusesUnknownFloatChunks(t *testing.T) {
+	db, prefix := openPebble(t)
+	_, err := Open(context.Background(), db, Config{TablePrefix: prefix, FloatChunks: "gorilla"})
+	if err == nil || !strings.Contains(err.Error(), `"gorilla"`) || !strings.Contains(err.Error(), FloatChunksXOR) {
+		t.Fatalf("Open with FloatChunks gorilla: %v", err)
+	}
+	if _, err := db.Table(context.Background(), prefix+UIDTableSuffix); !errors.Is(err, table.ErrTableNotFound) {
+		t.Fatalf("UID table after the refusal: %v, want ErrTableNotFound", err)
+	}
+}
