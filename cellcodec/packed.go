@@ -54,17 +54,13 @@ type CellChunks struct {
 // first millisecond is hourMillis.
 func (r *CellChunks) Reset(hourMillis int64, q, v []byte) {
 	*r = CellChunks{hourMillis: hourMillis}
-	enc := EncPackedXOR
+	var enc chunkenc.Encoding // EncNone for a qualifier of no chunk cell: decodeChunk says why
 	if len(q) == ChunkQualifierLen && q[0] == chunkQualifierPrefix {
 		enc = chunkenc.Encoding(q[1])
 	}
 	if enc != EncPackedXOR && enc != EncDenseFloat {
 		r.cur, r.err = decodeChunk(hourMillis, q, v)
 		r.pending = r.err == nil
-		return
-	}
-	if len(q) != ChunkQualifierLen {
-		r.err = fmt.Errorf("%w: chunk qualifier %x", ErrMalformedCell, q)
 		return
 	}
 	lo, hi := binary.BigEndian.Uint32(q[2:6]), binary.BigEndian.Uint32(q[6:10])

@@ -121,6 +121,12 @@ func TestPackedMalformed(t *testing.T) {
 		{"bad varint", q, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}},
 		{"huge gap", q, append([]byte{0, 0, 2, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 2}, 0, 0)},
 		{"chunk without header", qual(1000, 1000), []byte{0, 0, 1, 0}},
+		// The packed and dense encodings with another prefix are no chunk
+		// cells (a raw qualifier is 4 bytes; a reader that took the
+		// encoding byte alone would read these).
+		{"packed encoding, prefix 0", append([]byte{0}, q[1:]...), v},
+		{"dense encoding, prefix 2", append([]byte{2, byte(EncDenseFloat)}, q[2:]...), v},
+		{"packed encoding, short qualifier", q[:9], v},
 	} {
 		if _, err := AppendCellChunks(nil, h, tc.q, tc.v); !errors.Is(err, ErrMalformedCell) {
 			t.Errorf("%s: error %v, want ErrMalformedCell", tc.name, err)
