@@ -1,11 +1,9 @@
 package cellcodec
 
 import (
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
@@ -166,15 +164,37 @@ func AppendChunkSamples(dst []Sample, c Chunk, mint, maxt int64) ([]Sample, erro
 	if len(got) > 0 && (got[0].T < c.MinT || got[len(got)-1].T > c.MaxT) {
 		return dst[:start], fmt.Errorf("%w: chunk [%d, %d] holds samples in [%d, %d]", ErrMalformedCell, c.MinT, c.MaxT, got[0].T, got[len(got)-1].T)
 	}
-	if mint <= c.MinT && maxt >= c.MaxT {
-		return dst, nil
+	return dst[:start+keepInRange(got, mint, maxt)], nil
+}
+
+// keepInRange moves the samples of s (strictly ascending in T) with mint <=
+// T <= maxt to the front of s and returns how many there are: the range
+// filter of the decoders that decode a whole cell or chunk first.
+func keepInRange(s []Sample, mint, maxt int64) int {
+	if len(s) == 0 || (s[0].T >= mint && s[len(s)-1].T <= maxt) {
+		return len(s)
 	}
-	byT := func(s Sample, t int64) int { return cmp.Compare(s.T, t) }
-	lo, _ := slices.BinarySearchFunc(got, mint, byT)
-	hi := len(got)
+	lo, hi := searchT(s, mint), len(s)
 	if maxt < math.MaxInt64 {
-		hi, _ = slices.BinarySearchFunc(got, maxt+1, byT)
+		hi = searchT(s, maxt+1)
 	}
-	n := copy(got, got[lo:max(lo, hi)])
-	return dst[:start+n], nil
+	if lo >= hi {
+		return 0
+	}
+	return copy(s, s[lo:hi])
+}
+
+// searchT is the index of the first of samples (ascending in T) at or after
+// t.
+func searchT(samples []Sample, t int64) int {
+	lo, hi := 0, len(samples)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if samples[mid].T < t {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }

@@ -268,28 +268,7 @@ func appendDenseSamples(dst []Sample, t0, tn int64, v []byte, mint, maxt int64) 
 	if err := c.end(); err != nil {
 		return dst, fmt.Errorf("%w: dense cell [%d, %d] of %d samples: %w", ErrMalformedCell, t0, tn, c.n, err)
 	}
-	a, b := denseSearch(out, mint), len(out)
-	if maxt < math.MaxInt64 {
-		b = denseSearch(out, maxt+1)
-	}
-	if a >= b {
-		return dst, nil
-	}
-	copy(out, out[a:b])
-	return grown[:start+b-a], nil
-}
-
-func denseSearch(samples []Sample, t int64) int {
-	lo, hi := 0, len(samples)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if samples[mid].T < t {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
+	return grown[:start+keepInRange(out, mint, maxt)], nil
 }
 
 // denseCell is a dense cell's value as far as its bytes go, checked, and
