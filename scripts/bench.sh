@@ -40,7 +40,11 @@
 #           rounds is reported, with the range of the paired ratios
 #   ingest  after an untimed third, INGEST_ROUNDS more rounds of the same
 #           series (from now on) at 2,000 samples per request, half as many
-#           at 200, 4 in flight, until durable; CPU of adapter + HBase and
+#           at 200, 4 in flight, until durable; then 200 per request again
+#           with 16 in flight (Prometheus's queue manager runs up to 50
+#           shards, each a request in flight), and 2,000 per request over
+#           ten times the series (one sample per series in a request, as
+#           Prometheus sends in its steady state); CPU of adapter + HBase and
 #           of TSD + HBase; INGEST_REPS times each, the two systems taking
 #           turns to go first, the median reported
 #   histograms  HIST_SERIES x HIST_ROUNDS native histograms (schema 3, 20-40
@@ -399,29 +403,40 @@ rec read "$bt" read -target "opentsdb=$tsd_url" "${ds[@]}" -rounds "$ds_rounds" 
 # while the clock runs, so both figures are ingest alone.
 ingest_start=$(($(date +%s) * 1000))
 # Untimed first: the TSD was restarted for the reads and its JVM compiles
-# the write path during its first samples.
+# the write path during its first samples. The wide set's series get their
+# UIDs here too, so that its timed runs measure samples, not new series.
 warm=$((ingest_rounds / 3))
+wide_series=$((ds_series * 10))
 for t in "adapter=$adapter_url" "opentsdb=$tsd_url"; do
   "$bt" load -target "$t" -run ds -series "$ds_series" -start "$ingest_start" -step "$step_ms" -rounds "$warm" > /dev/null
+  "$bt" load -target "$t" -run wide -series "$wide_series" -start "$ingest_start" -step "$step_ms" -rounds $((warm / 10)) > /dev/null
 done
-skip=$warm
+declare -A skip=([ds]=$warm [wide]=$((warm / 10)))
 # INGEST_REPS runs of each system, taking turns to go first: HBase's state
 # moves while it ingests (its compiler, its memstores, their flushes), and a
 # system that always went second would always meet the state the other left
 # behind. The report takes the median of each.
-for per in 2000 200; do
-  r=$ingest_rounds
+# A shape is samples per request x requests in flight x data set. The
+# loader's shards split the series between them as Prometheus's do, so with
+# DS_SERIES series a request of 2,000 carries 8 samples of each of its
+# series (4 shards of 250); the wide set, ten times the series, carries one
+# sample per series, which is what Prometheus sends in its steady state
+# (more series per shard than samples per request).
+for shape in 2000x4xds 200x4xds 200x16xds 2000x4xwide; do
+  IFS=x read -r per conc set <<< "$shape"
+  n=$ds_series r=$ingest_rounds
   [[ $per == 200 ]] && r=$((ingest_rounds / 2))
+  [[ $set == wide ]] && n=$wide_series r=$((r / 10))
   for ((rep = 1; rep <= ingest_reps; rep++)); do
-    say "ingest at $per samples per request, $rep of $ingest_reps"
+    say "ingest at $per samples per request, $conc in flight, $n series, $rep of $ingest_reps"
     order=(adapter opentsdb)
     ((rep % 2 == 0)) && order=(opentsdb adapter)
     for t in "${order[@]}"; do
       who=(-target "adapter=$adapter_url" -pid "adapter=$adapter_pid")
       [[ $t == opentsdb ]] && who=(-target "opentsdb=$tsd_url" -pid "tsd=$tsd_pid")
-      rec "ingest rep=$rep" "$bt" ingest "${who[@]}" -pid "hbase=$hbase_pid" -run ds -series "$ds_series" -start "$ingest_start" \
-        -step "$step_ms" -rounds "$r" -skip-rounds "$skip" -samples-per-request "$per"
-      skip=$((skip + r))
+      rec "ingest rep=$rep" "$bt" ingest "${who[@]}" -pid "hbase=$hbase_pid" -run "$set" -series "$n" -start "$ingest_start" \
+        -step "$step_ms" -rounds "$r" -skip-rounds "${skip[$set]}" -samples-per-request "$per" -concurrency "$conc"
+      skip[$set]=$((skip[$set] + r))
     done
   done
 done

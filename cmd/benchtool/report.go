@@ -258,20 +258,68 @@ func reportRead(rs records) {
 }
 
 func reportIngest(rs records) {
-	fmt.Println("Ingest until durable, 4 requests in flight (CPU: adapter + HBase against TSD + HBase; the median of the runs, the two systems taking turns to go first; the range of the ratios of the runs in brackets):")
+	fmt.Println("Ingest until durable (CPU: adapter + HBase against TSD + HBase; the median of the runs, the two systems taking turns to go first; the range of the ratios of the runs in brackets; samples per series in a request as the loader's shards split the series, one shard per request in flight):")
 	fmt.Println()
-	fmt.Println("| samples/request | runs | adapter samples/s | OpenTSDB samples/s | adapter / OpenTSDB | adapter+HBase CPU-s per M samples | TSD+HBase CPU-s per M samples | adapter / OpenTSDB |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
-	for _, n := range []string{"2000", "200"} {
-		a := rs.findAll("step", "ingest", "target", "adapter", "samples_per_request", n)
-		o := rs.findAll("step", "ingest", "target", "opentsdb", "samples_per_request", n)
+	fmt.Println("| samples/request | in flight | series | samples of a series per request | runs | adapter samples/s | OpenTSDB samples/s | adapter / OpenTSDB | adapter+HBase CPU-s per M samples | TSD+HBase CPU-s per M samples | adapter / OpenTSDB |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, sh := range ingestShapes(rs) {
+		a, o := sh.runs(rs, "adapter"), sh.runs(rs, "opentsdb")
 		ar, or := median(a, "samples_per_sec"), median(o, "samples_per_sec")
 		ac, oc := median(a, "cpu_s_total_per_million"), median(o, "cpu_s_total_per_million")
-		fmt.Printf("| %s | %d | %s | %s | %s%s | %s | %s | %s%s |\n", n, min(len(a), len(o)),
+		fmt.Printf("| %s | %s | %s | %s | %d | %s | %s | %s%s | %s | %s | %s%s |\n", sh.per, sh.conc, sh.series, sh.perSeries(), min(len(a), len(o)),
 			fig(ar, 0), fig(or, 0), ratio(ar, or), ratioRange(a, o, "samples_per_sec"),
 			fig(ac, 1), fig(oc, 1), ratio(ac, oc), ratioRange(a, o, "cpu_s_total_per_million"))
 	}
 	fmt.Println()
+}
+
+// ingestShape is what an ingest run sent: samples per request, requests in
+// flight and the series of the data set.
+type ingestShape struct{ per, conc, series string }
+
+// ingestShapes are the shapes of the ingest runs in the order they first
+// ran. A run that does not say its concurrency (reports before the
+// 16-in-flight row) ran 4.
+func ingestShapes(rs records) []ingestShape {
+	var out []ingestShape
+	for _, r := range rs.findAll("step", "ingest") {
+		if sh := shapeOf(r); !slices.Contains(out, sh) {
+			out = append(out, sh)
+		}
+	}
+	return out
+}
+
+func shapeOf(r record) ingestShape {
+	sh := ingestShape{per: r["samples_per_request"], conc: r["concurrency"], series: r["series"]}
+	if sh.conc == "" {
+		sh.conc = "4"
+	}
+	return sh
+}
+
+// runs are target's ingest runs of this shape, in the order they ran.
+func (sh ingestShape) runs(rs records, target string) records {
+	var out records
+	for _, r := range rs.findAll("step", "ingest", "target", target) {
+		if shapeOf(r) == sh {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// perSeries is how many samples of one series a request carries: the
+// loader gives each of conc shards an equal part of the series and fills a
+// request with whole rounds of its part.
+func (sh ingestShape) perSeries() string {
+	per, err1 := strconv.ParseFloat(sh.per, 64)
+	conc, err2 := strconv.ParseFloat(sh.conc, 64)
+	series, err3 := strconv.ParseFloat(sh.series, 64)
+	if err1 != nil || err2 != nil || err3 != nil || series == 0 {
+		return "?"
+	}
+	return strconv.FormatFloat(math.Max(1, per/(series/conc)), 'g', 2, 64)
 }
 
 // median is the median of key over rs (the mean of the middle two for an
