@@ -19,8 +19,8 @@ import (
 	"github.com/gogo/protobuf/proto"
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
-	"github.com/prometheus/prometheus/storage/remote"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/prom-hbase/prom-hbase/internal/readcount"
 )
 
 // runRead reads the whole data set back, metric by metric, -concurrency
@@ -211,9 +211,9 @@ func readOne(ctx context.Context, client *http.Client, t target, mode string, q 
 	case t.kind == "opentsdb":
 		return countOpenTSDB(resp.Body)
 	case mode == "streamed":
-		return countStreamed(resp.Body)
+		return readcount.Streamed(resp.Body)
 	}
-	return countSamples(resp.Body)
+	return readcount.Samples(resp.Body)
 }
 
 func countOpenTSDB(r io.Reader) (int64, error) {
@@ -228,50 +228,4 @@ func countOpenTSDB(r io.Reader) (int64, error) {
 		n += int64(len(s.DPs))
 	}
 	return n, nil
-}
-
-func countSamples(r io.Reader) (int64, error) {
-	compressed, err := io.ReadAll(r)
-	if err != nil {
-		return 0, err
-	}
-	raw, err := snappy.Decode(nil, compressed)
-	if err != nil {
-		return 0, fmt.Errorf("decoding snappy: %w", err)
-	}
-	var resp prompb.ReadResponse
-	if err := proto.Unmarshal(raw, &resp); err != nil {
-		return 0, fmt.Errorf("decoding read response: %w", err)
-	}
-	var n int64
-	for _, q := range resp.Results {
-		for _, ts := range q.Timeseries {
-			n += int64(len(ts.Samples))
-		}
-	}
-	return n, nil
-}
-
-func countStreamed(r io.Reader) (int64, error) {
-	cr := remote.NewChunkedReader(r, 50<<20, nil)
-	var n int64
-	for {
-		var resp prompb.ChunkedReadResponse
-		err := cr.NextProto(&resp)
-		if errors.Is(err, io.EOF) {
-			return n, nil
-		}
-		if err != nil {
-			return n, fmt.Errorf("decoding frame: %w", err)
-		}
-		for _, s := range resp.ChunkedSeries {
-			for _, ch := range s.Chunks {
-				c, err := chunkenc.FromData(chunkenc.Encoding(ch.Type), ch.Data)
-				if err != nil {
-					return n, fmt.Errorf("decoding chunk: %w", err)
-				}
-				n += int64(c.NumSamples())
-			}
-		}
-	}
 }

@@ -10,7 +10,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,8 +27,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
-	"github.com/prometheus/prometheus/storage/remote"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/prom-hbase/prom-hbase/internal/readcount"
 )
 
 type config struct {
@@ -151,9 +150,11 @@ func (r request) do(client *http.Client, c config) (int, error) {
 	}
 	switch c.mode {
 	case "read-samples":
-		return countSamples(resp.Body)
+		n, err := readcount.Samples(resp.Body)
+		return int(n), err
 	case "read-streamed":
-		return countStreamed(resp.Body)
+		n, err := readcount.Streamed(resp.Body)
+		return int(n), err
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return r.samples, nil
@@ -273,50 +274,4 @@ func readRequests(c config) ([][]request, error) {
 		}
 	}
 	return out, nil
-}
-
-func countSamples(r io.Reader) (int, error) {
-	compressed, err := io.ReadAll(r)
-	if err != nil {
-		return 0, err
-	}
-	raw, err := snappy.Decode(nil, compressed)
-	if err != nil {
-		return 0, fmt.Errorf("decoding snappy: %w", err)
-	}
-	var resp prompb.ReadResponse
-	if err := proto.Unmarshal(raw, &resp); err != nil {
-		return 0, fmt.Errorf("decoding read response: %w", err)
-	}
-	n := 0
-	for _, q := range resp.Results {
-		for _, ts := range q.Timeseries {
-			n += len(ts.Samples)
-		}
-	}
-	return n, nil
-}
-
-func countStreamed(r io.Reader) (int, error) {
-	cr := remote.NewChunkedReader(r, 50<<20, nil)
-	n := 0
-	for {
-		var resp prompb.ChunkedReadResponse
-		err := cr.NextProto(&resp)
-		if errors.Is(err, io.EOF) {
-			return n, nil
-		}
-		if err != nil {
-			return n, fmt.Errorf("decoding frame: %w", err)
-		}
-		for _, s := range resp.ChunkedSeries {
-			for _, ch := range s.Chunks {
-				c, err := chunkenc.FromData(chunkenc.Encoding(ch.Type), ch.Data)
-				if err != nil {
-					return n, fmt.Errorf("decoding chunk: %w", err)
-				}
-				n += c.NumSamples()
-			}
-		}
-	}
 }
