@@ -7,9 +7,12 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
 
-// A packed cell holds every XOR chunk of one run of float samples of an hour
+// A packed cell holds the XOR chunks of one run of float samples of an hour
 // row, each still cut as Prometheus cuts (SamplesPerChunk), so that a
-// series-hour costs the backend one cell however many chunks it holds. Its
+// series-hour costs the backend one cell however many chunks it holds; a
+// writer that bounds its cells' size (HBase refuses cells over 10 MiB by
+// default) puts a longer run into several packed cells of consecutive
+// chunks, which a row holds side by side as it holds plain chunk cells. Its
 // cost is per cell: at 15 s scrapes (two chunks an hour) one cell an hour
 // read 26-29 % more samples a second over a day a query and took 4.4 % off
 // the data table (BENCHMARKS.md).

@@ -23,15 +23,21 @@ type compactPlan struct {
 	bytes     int                   // qualifier and value bytes of puts
 	layouts   [len(cellLayouts)]int // puts by cellLayout
 	xorOnly   bool                  // floats as XOR chunks only (Config.FloatChunks)
+	// maxCellBytes bounds a chunk cell's value (0: MaxChunkCellBytes);
+	// tests set it low.
+	maxCellBytes int
 
 	// scratch
 	samples []Sample
 	chunks  []cellcodec.Chunk
 	packed  []cellcodec.Chunk // a float run's chunks, before they are packed
-	points  []cellcodec.Point
-	hists   []HistogramSample
-	keep    []cellcodec.Point // samples no chunk gives back exactly: they stay raw
-	keptRaw []bool            // per keep: a raw cell holds it already
+	// xorCells are a float run's XOR cells, each a Chunk whose Data is the
+	// cell's value.
+	xorCells []cellcodec.Chunk
+	points   []cellcodec.Point
+	hists    []HistogramSample
+	keep     []cellcodec.Point // samples no chunk gives back exactly: they stay raw
+	keptRaw  []bool            // per keep: a raw cell holds it already
 }
 
 func (p *compactPlan) reset() {

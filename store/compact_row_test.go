@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -69,13 +70,21 @@ func every15s(from, n int) []Sample {
 // rowAfter applies a plan to the cells of one row as a backend would and
 // returns the row's cells afterwards, in qualifier order.
 func rowAfter(cells []table.Cell, p *compactPlan) []table.Cell {
+	type version struct {
+		q string
+		t int64
+	}
+	gone := make(map[version]bool, len(p.delChunks)+len(p.delRaw))
+	for _, d := range slices.Concat(p.delChunks, p.delRaw) {
+		gone[version{string(d.Qualifier), d.Timestamp}] = true
+	}
+	replaced := make(map[string]bool, len(p.puts))
+	for _, d := range p.puts {
+		replaced[string(d.Qualifier)] = true
+	}
 	var out []table.Cell
 	for _, c := range cells {
-		gone := slices.ContainsFunc(append(slices.Clone(p.delChunks), p.delRaw...), func(d table.Cell) bool {
-			return bytes.Equal(d.Qualifier, c.Qualifier) && d.Timestamp == c.Timestamp
-		})
-		replaced := slices.ContainsFunc(p.puts, func(d table.Cell) bool { return bytes.Equal(d.Qualifier, c.Qualifier) })
-		if !gone && !replaced {
+		if !gone[version{string(c.Qualifier), c.Timestamp}] && !replaced[string(c.Qualifier)] {
 			out = append(out, c)
 		}
 	}
@@ -233,4 +242,98 @@ func BenchmarkCompactPlanRow(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/240, "ns/sample")
+}
+
+// TestCompactPlanCellLimit: a run whose XOR chunks exceed the cell limit
+// goes into several cells, each within it, in time order and together the
+// run bit for bit; a dense cell over the limit is not written, even where
+// it would be the smaller; a second pass leaves the cells alone; and the
+// limit that a real HBase enforces (10 MiB) is far above the default.
+func TestCompactPlanCellLimit(t *testing.T) {
+	if MaxChunkCellBytes > 10<<20-1<<10 {
+		t.Fatalf("MaxChunkCellBytes %d: a cell that size would be refused by HBase's default hbase.server.keyvalue.maxsize", MaxChunkCellBytes)
+	}
+	// One sample every 50 ms for 20 minutes, values of random bits: about
+	// 9 bytes a sample in XOR chunks, 200 chunks.
+	const n = 24_000
+	rng := rand.New(rand.NewPCG(1, 2))
+	samples := make([]Sample, n)
+	var cells []table.Cell
+	for i := range samples {
+		samples[i] = Sample{T: planHour + int64(i)*50, V: math.Float64frombits(rng.Uint64() &^ (0x7ff << 52))}
+		cells = append(cells, planRaw(samples[i]))
+	}
+	for _, tc := range []struct {
+		name  string
+		limit int
+		cells int // at least
+	}{
+		{"limit 16 KiB", 16 << 10, 13},
+		{"limit 100 KiB", 100 << 10, 3},
+		{"default limit", 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &compactPlan{maxCellBytes: tc.limit}
+			if err := p.addRow([]byte("k"), planHour, cells); err != nil {
+				t.Fatal(err)
+			}
+			limit := p.cellLimit()
+			if len(p.puts) < tc.cells {
+				t.Fatalf("%d cells, want at least %d", len(p.puts), tc.cells)
+			}
+			last := int64(math.MinInt64)
+			for i, c := range p.puts {
+				if len(c.Value) > limit {
+					t.Errorf("cell %d holds %d bytes, more than the limit %d", i, len(c.Value), limit)
+				}
+				if enc := chunkenc.Encoding(c.Qualifier[1]); enc != chunkenc.EncXOR && enc != cellcodec.EncPackedXOR {
+					t.Errorf("cell %d of encoding %s, want XOR chunks (random bits gain nothing dense)", i, enc)
+				}
+				got := rowSamples(t, []table.Cell{c})
+				if got[0].T <= last {
+					t.Errorf("cell %d starts at %d, not after the cell before it (%d)", i, got[0].T, last)
+				}
+				last = got[len(got)-1].T
+			}
+			after := rowAfter(cells, p)
+			if got := rowSamples(t, after); !sameBits(got, samples) {
+				t.Fatalf("the row reads %d samples after the plan, not the %d written", len(got), len(samples))
+			}
+			again := &compactPlan{maxCellBytes: tc.limit}
+			if err := again.addRow([]byte("k"), planHour, after); err != nil {
+				t.Fatal(err)
+			}
+			if again.rows != 0 {
+				t.Errorf("a second pass plans %d cells over a compacted row", len(again.puts))
+			}
+		})
+	}
+
+	// A counter every 50 ms: a dense cell would be the smaller by far, but
+	// one over the limit must not be written.
+	ints := make([]Sample, n)
+	sum := 0
+	cells = cells[:0]
+	for i := range ints {
+		sum += rng.IntN(1000)
+		ints[i] = Sample{T: planHour + int64(i)*50, V: float64(sum)}
+		cells = append(cells, planRaw(ints[i]))
+	}
+	dense, err := cellcodec.AppendDenseValue(nil, planHour, ints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{len(dense), len(dense) - 1} {
+		p := &compactPlan{maxCellBytes: limit}
+		if err := p.addRow([]byte("k"), planHour, cells); err != nil {
+			t.Fatal(err)
+		}
+		isDense := len(p.puts) == 1 && chunkenc.Encoding(p.puts[0].Qualifier[1]) == cellcodec.EncDenseFloat
+		if want := limit >= len(dense); isDense != want {
+			t.Errorf("limit %d, dense cell of %d bytes: planned dense %v, want %v", limit, len(dense), isDense, want)
+		}
+		if got := rowSamples(t, rowAfter(cells, p)); !sameBits(got, ints) {
+			t.Errorf("limit %d: the row reads %d samples after the plan, not the %d written", limit, len(got), len(ints))
+		}
+	}
 }

@@ -11,12 +11,23 @@ import (
 	"github.com/prom-hbase/prom-hbase/table"
 )
 
-// addFloatRun plans the cell of a run of float samples of one row: XOR
+// MaxChunkCellBytes bounds the value of a chunk cell the compactor and
+// WriteHistory write. HBase refuses a cell over hbase.server.keyvalue.maxsize
+// (10 MiB by default), and a refused cell would fail, pass after pass, the
+// whole batch of rows it was planned in; a cell is also read whole, into one
+// HFile block, however little of it a query wants. At 15 s scrapes an hour's
+// cell is a few hundred bytes; only runs of thousands of samples a minute
+// (about 120,000 an hour of incompressible values) reach the bound.
+const MaxChunkCellBytes = 1 << 20
+
+// addFloatRun plans the cells of a run of float samples of one row: XOR
 // chunks, cellcodec.ChunkCount of near-equal counts, in one plain chunk cell
 // or, for more than one chunk, one packed cell (cellcodec/packed.go); or,
 // unless p.xorOnly, a dense cell (cellcodec/dense.go) where that saves at
-// least DenseMinSaving of the XOR cell's bytes. A run of more than
-// cellcodec.MaxChunkSamples samples (sub-second scrapes) stays XOR.
+// least DenseMinSaving of the XOR cells' bytes. A run of more than
+// cellcodec.MaxChunkSamples samples (sub-second scrapes) stays XOR. Chunks
+// whose packed cell would exceed MaxChunkCellBytes (p.maxCellBytes in
+// tests) go into as many cells as keep each within it, in time order.
 func (p *compactPlan) addFloatRun(key []byte, hourMillis int64, pts []cellcodec.Point) error {
 	p.samples = p.samples[:0]
 	for _, pt := range pts {
@@ -33,25 +44,71 @@ func (p *compactPlan) addFloatRun(key []byte, hourMillis int64, pts []cellcodec.
 		}
 		p.packed = append(p.packed, cellcodec.Chunk{Encoding: chunkenc.EncXOR, MinT: part[0].T, MaxT: part[len(part)-1].T, Data: v})
 	}
-	enc, v := chunkenc.EncXOR, p.packed[0].Data
-	if n > 1 {
-		var err error
-		if v, err = cellcodec.AppendPackedValue(nil, hourMillis, p.packed); err != nil {
-			return fmt.Errorf("pack %d chunks: %w", n, err)
+	limit := p.cellLimit()
+	clear(p.xorCells)
+	p.xorCells = p.xorCells[:0]
+	xorBytes := 0
+	for chunks := p.packed; len(chunks) > 0; {
+		k := packCount(chunks, limit)
+		c, err := xorCell(hourMillis, chunks[:k])
+		if err != nil {
+			return err
 		}
-		enc = cellcodec.EncPackedXOR
+		p.xorCells = append(p.xorCells, c)
+		xorBytes += len(c.Data)
+		chunks = chunks[k:]
 	}
 	if !p.xorOnly && len(p.samples) <= cellcodec.MaxChunkSamples {
 		dense, err := cellcodec.AppendDenseValue(nil, hourMillis, p.samples)
 		if err != nil {
 			return fmt.Errorf("encode dense cell: %w", err)
 		}
-		if float64(len(dense)) <= float64(len(v))*(1-DenseMinSaving) {
-			enc, v = cellcodec.EncDenseFloat, dense
+		if len(dense) <= limit && float64(len(dense)) <= float64(xorBytes)*(1-DenseMinSaving) {
+			p.putChunk(key, hourMillis, cellcodec.EncDenseFloat, p.samples[0].T, p.samples[len(p.samples)-1].T, dense)
+			return nil
 		}
 	}
-	p.putChunk(key, hourMillis, enc, p.samples[0].T, p.samples[len(p.samples)-1].T, v)
+	for _, c := range p.xorCells {
+		p.putChunk(key, hourMillis, c.Encoding, c.MinT, c.MaxT, c.Data)
+	}
 	return nil
+}
+
+func (p *compactPlan) cellLimit() int {
+	if p.maxCellBytes > 0 {
+		return p.maxCellBytes
+	}
+	return MaxChunkCellBytes
+}
+
+// packCount is how many of chunks, from the first, one packed cell of at
+// most limit bytes holds: at least one, since a chunk of at most
+// cellcodec.SamplesPerChunk samples is far below any limit worth setting.
+func packCount(chunks []cellcodec.Chunk, limit int) int {
+	size := 0
+	for i, c := range chunks {
+		// An entry's three uvarints take at most 5 + 4 + 5 bytes: offsets
+		// within the hour, a chunk's length well under 2^32.
+		size += len(c.Data) + 14
+		if size > limit && i > 0 {
+			return i
+		}
+	}
+	return len(chunks)
+}
+
+// xorCell is the cell of consecutive XOR chunks of a run: a plain chunk
+// cell for one, a packed cell for more; its Data is the cell's value.
+func xorCell(hourMillis int64, chunks []cellcodec.Chunk) (cellcodec.Chunk, error) {
+	c := cellcodec.Chunk{Encoding: chunkenc.EncXOR, MinT: chunks[0].MinT, MaxT: chunks[len(chunks)-1].MaxT, Data: chunks[0].Data}
+	if len(chunks) > 1 {
+		var err error
+		if c.Data, err = cellcodec.AppendPackedValue(nil, hourMillis, chunks); err != nil {
+			return c, fmt.Errorf("pack %d chunks: %w", len(chunks), err)
+		}
+		c.Encoding = cellcodec.EncPackedXOR
+	}
+	return c, nil
 }
 
 // addHistogramRun plans the histogram chunks of a run of histogram samples

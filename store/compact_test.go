@@ -526,7 +526,7 @@ func assertCompacted(t testing.TB, s *Store) (kinds cellKinds) {
 			t.Fatal(err)
 		}
 		var chunks []cellcodec.Chunk
-		chunkCells, floatsOnly := 0, true
+		chunkCells, chunkBytes, floatsOnly := 0, 0, true
 		for _, c := range r.Cells {
 			if c.Family != FamilyData {
 				// Reads take FamilyRaw only where marks are: nothing may stay there.
@@ -555,6 +555,10 @@ func assertCompacted(t testing.TB, s *Store) (kinds cellKinds) {
 				}
 			}
 			chunkCells++
+			chunkBytes += len(c.Value)
+			if len(c.Value) > MaxChunkCellBytes {
+				t.Fatalf("row %x: chunk cell %x of %d bytes, over MaxChunkCellBytes", r.Key, c.Qualifier, len(c.Value))
+			}
 			switch chunkenc.Encoding(c.Qualifier[1]) {
 			case cellcodec.EncPackedXOR:
 				kinds.packed++
@@ -564,11 +568,12 @@ func assertCompacted(t testing.TB, s *Store) (kinds cellKinds) {
 				kinds.plain++
 			}
 		}
-		// A row of floats alone is one run: one cell however many chunks.
+		// A row of floats alone is one run: one cell however many chunks,
+		// unless they would not fit in one.
 		for _, ch := range chunks {
 			floatsOnly = floatsOnly && ch.IsFloat()
 		}
-		if floatsOnly && chunkCells != 1 {
+		if floatsOnly && chunkCells != 1 && chunkBytes <= MaxChunkCellBytes {
 			t.Fatalf("row %x: floats alone in %d chunk cells", r.Key, chunkCells)
 		}
 		// Chunk qualifiers sort by encoding, then by time.
@@ -637,5 +642,59 @@ func TestCompactorCountsCellLayouts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCompactHugeHourHBase: an hour of one series whose XOR chunks come to
+// more than HBase's default cell limit (hbase.server.keyvalue.maxsize,
+// 10 MiB): 1.3M samples of random bits, one every 2 ms. A single cell of
+// them would be refused, failing the pass and every later one; the
+// compactor writes cells of at most MaxChunkCellBytes, and the hour reads
+// back bit for bit.
+func TestCompactHugeHourHBase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 1.3M samples")
+	}
+	db, prefix := openHBase(t)
+	ctx := context.Background()
+	s, clock := clockedStore(t, db, Config{TablePrefix: prefix})
+	h0 := time.Now().Add(-6*time.Hour).UnixMilli() / hour * hour
+	const n = 1_300_000
+	rng := rand.New(rand.NewPCG(3, 4))
+	samples := make([]Sample, n)
+	for i := range samples {
+		samples[i] = Sample{T: h0 + int64(i)*2, V: math.Float64frombits(rng.Uint64() &^ (0x7ff << 52))}
+	}
+	series := lbls("__name__", "huge", "i", "a")
+	for b := range slices.Chunk(samples, 50_000) {
+		if err := s.Write(ctx, []SeriesIn{{Labels: series, Samples: b}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.advance(30 * time.Minute)
+	c, err := s.NewCompactor(CompactorConfig{Rate: -1, now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Pass(ctx)
+	if err != nil || st.SeriesHours != 1 {
+		t.Fatalf("pass: %+v, %v; want 1 series-hour compacted", st, err)
+	}
+	if st.BytesWritten <= 10<<20 {
+		t.Fatalf("the hour compacted to %d bytes: too few to need more than one cell", st.BytesWritten)
+	}
+	if kinds := assertCompacted(t, s); kinds.packed < 2 {
+		t.Errorf("cells after the pass: %+v; want several packed cells", kinds)
+	}
+	ss := s.Select(ctx, Query{Start: h0, End: h0 + hour - 1, Matchers: []*labels.Matcher{mustMatcher(t, labels.MatchEqual, "__name__", "huge")}})
+	defer ss.Close()
+	if !ss.Next() {
+		t.Fatalf("no series after compaction: %v", ss.Err())
+	}
+	if got := ss.At().Samples; !sameBits(got, samples) {
+		t.Fatalf("read %d samples after compaction, wrote %d (or their bits differ)", len(got), len(samples))
+	}
+	if ss.Next() || ss.Err() != nil {
+		t.Fatalf("a second series, or %v", ss.Err())
 	}
 }
