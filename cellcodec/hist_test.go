@@ -177,6 +177,46 @@ func TestHistogramChunkCutsOnLayoutChange(t *testing.T) {
 	}
 }
 
+// TestHistogramChunkByteBound: histograms of tens of thousands of buckets,
+// which Prometheus's head would put ten to a chunk of megabytes, are cut
+// before a chunk passes MaxHistogramChunkBytes, and still come back exactly.
+func TestHistogramChunkByteBound(t *testing.T) {
+	const buckets, n = 32_000, 24
+	rng := rand.New(rand.NewPCG(5, 14))
+	counts := make([]int64, buckets)
+	var samples []HistogramSample
+	for i := range n {
+		h := &histogram.Histogram{Schema: 8, PositiveSpans: []histogram.Span{{Offset: 0, Length: buckets}}, PositiveBuckets: make([]int64, buckets)}
+		prev := int64(0)
+		for j := range counts {
+			counts[j] += int64(rng.IntN(1 << 20)) // a counter: no reset
+			h.PositiveBuckets[j] = counts[j] - prev
+			prev = counts[j]
+			h.Count += uint64(counts[j])
+		}
+		samples = append(samples, HistogramSample{T: testHour + int64(i)*15000, H: h})
+	}
+	chunks := 0
+	for s := samples; len(s) > 0; {
+		_, data, _, k := NextHistogramChunk(s)
+		if k == 0 {
+			t.Fatalf("sample %d fits in no chunk", n-len(s))
+		}
+		if k > 1 && len(data) > MaxHistogramChunkBytes {
+			t.Fatalf("a chunk of %d samples takes %d bytes, more than %d", k, len(data), MaxHistogramChunkBytes)
+		}
+		if k >= chunkenc.MinSamplesPerHistogramChunk {
+			t.Fatalf("a chunk of %d samples of %d buckets: the bound did not cut it", k, buckets)
+		}
+		chunks++
+		s = s[k:]
+	}
+	if got, raw, _ := cutAll(t, samples); got != chunks || len(raw) != 0 {
+		t.Fatalf("cutAll: %d chunks, %d raw; want %d chunks", got, len(raw), chunks)
+	}
+	t.Logf("%d samples of %d buckets in %d chunks", n, buckets, chunks)
+}
+
 func BenchmarkAppendHistogramValue(b *testing.B) {
 	rng := rand.New(rand.NewPCG(4, 14))
 	s := drawHistograms(rng, histgen.Realistic(rng, 20), 1, testHour)[0]

@@ -16,7 +16,8 @@ import (
 // head builds one (same kind, no counter reset or layout change, cut at
 // chunkenc.TargetBytesPerHistogramChunk once it holds
 // chunkenc.MinSamplesPerHistogramChunk, and at SamplesPerChunk samples as
-// an XOR chunk), then decoded and compared with its
+// an XOR chunk; besides, before MaxHistogramChunkBytes), then decoded and
+// compared with its
 // input, and cut before the first sample that does not come back as it was.
 // A sample that comes back wrong even alone (a stale marker with more than
 // its Sum) goes into no chunk and stays raw.
@@ -31,7 +32,13 @@ func NextHistogramChunk(samples []HistogramSample) (enc chunkenc.Encoding, chunk
 	n = len(samples)
 	var got []histogram.CounterResetHint
 	for n > 0 {
-		c, k := buildHistChunk(samples[:n])
+		c, k, over := buildHistChunk(samples[:n])
+		if over {
+			// The chunk grew past its bound with its last sample: build it
+			// again without that one.
+			n = k - 1
+			continue
+		}
 		if k == 0 {
 			break
 		}
@@ -46,13 +53,23 @@ func NextHistogramChunk(samples []HistogramSample) (enc chunkenc.Encoding, chunk
 	return chunkenc.EncNone, nil, nil, 0
 }
 
+// MaxHistogramChunkBytes bounds a histogram chunk: a chunk of more than one
+// sample is cut before the sample that would take it past this. Prometheus's
+// head puts at least chunkenc.MinSamplesPerHistogramChunk samples in a
+// chunk whatever their size, and ten histograms of tens of thousands of
+// buckets come to megabytes, more than a cell should hold (HBase refuses a
+// cell over 10 MiB).
+const MaxHistogramChunkBytes = 256 << 10
+
 // buildHistChunk appends samples to a new chunk as far as Prometheus's head
-// would without cutting, and returns the chunk and how many it took. A
-// panic in chunkenc (it trusts its input) leaves the samples out.
-func buildHistChunk(samples []HistogramSample) (c chunkenc.Chunk, n int) {
+// would without cutting, and returns the chunk and how many it took. over
+// reports that the n-th sample took the chunk past MaxHistogramChunkBytes:
+// the chunk is to be built again of the first n-1. A panic in chunkenc (it
+// trusts its input) leaves the samples out.
+func buildHistChunk(samples []HistogramSample) (c chunkenc.Chunk, n int, over bool) {
 	defer func() {
 		if recover() != nil {
-			c, n = nil, 0
+			c, n, over = nil, 0, false
 		}
 	}()
 	isFloat := samples[0].FH != nil
@@ -63,14 +80,14 @@ func buildHistChunk(samples []HistogramSample) (c chunkenc.Chunk, n int) {
 	}
 	app, err := c.Appender()
 	if err != nil {
-		return nil, 0
+		return nil, 0, false
 	}
 	for i, s := range samples {
 		if (s.FH != nil) != isFloat || i == SamplesPerChunk {
-			return c, i
+			return c, i, false
 		}
 		if i >= chunkenc.MinSamplesPerHistogramChunk && len(c.Bytes()) >= chunkenc.TargetBytesPerHistogramChunk {
-			return c, i
+			return c, i, false
 		}
 		var newChunk chunkenc.Chunk
 		if isFloat {
@@ -79,10 +96,13 @@ func buildHistChunk(samples []HistogramSample) (c chunkenc.Chunk, n int) {
 			newChunk, _, app, err = app.AppendHistogram(nil, 0, s.T, s.H.Copy(), true)
 		}
 		if err != nil || newChunk != nil {
-			return c, i // a counter reset or layout change: Prometheus cuts here
+			return c, i, false // a counter reset or layout change: Prometheus cuts here
+		}
+		if i > 0 && len(c.Bytes()) > MaxHistogramChunkBytes {
+			return c, i + 1, true
 		}
 	}
-	return c, len(samples)
+	return c, len(samples), false
 }
 
 // exactPrefix decodes c and returns how many of its first samples equal

@@ -162,6 +162,10 @@ func testWriteInvalidHistograms(t *testing.T, st appendQuerier) {
 	intH := func(h histogram.Histogram) []byte { return marshalHist(t, prompb.FromIntHistogram(2000, &h)) }
 	floatH := func(h histogram.FloatHistogram) []byte { return marshalHist(t, prompb.FromFloatHistogram(2000, &h)) }
 	spans := []histogram.Span{{Offset: 0, Length: 2}}
+	// One bucket more than a stored histogram may hold (its cell would be
+	// refused by HBase long before a million).
+	tooWide := histogram.Histogram{Schema: 8, Count: 1, PositiveSpans: []histogram.Span{{Offset: 0, Length: seriesrules.MaxHistogramBuckets + 1}},
+		PositiveBuckets: append([]int64{1}, make([]int64, seriesrules.MaxHistogramBuckets)...)}
 	for _, tc := range []struct {
 		name, rule string
 		hist       []byte
@@ -184,6 +188,7 @@ func testWriteInvalidHistograms(t *testing.T, st appendQuerier) {
 		{"custom buckets with negative side", "must not have negative spans", intH(histogram.Histogram{Schema: -53, NegativeSpans: spans, NegativeBuckets: []int64{0, 0}, CustomValues: []float64{1}}), false},
 		{"exponential with custom bounds", "must not have custom bounds", intH(histogram.Histogram{Schema: 3, CustomValues: []float64{1}}), false},
 		{"negative span offset", "offset", intH(histogram.Histogram{Count: 2, PositiveSpans: []histogram.Span{{Offset: 0, Length: 1}, {Offset: -2, Length: 1}}, PositiveBuckets: []int64{1, 0}}), false},
+		{"too many buckets", "32769 buckets (and custom bounds), more than the limit of 32768", intH(tooWide), false},
 		{"truncated", "truncated", []byte{0x08}, true},
 		{"packed doubles cut", "not a multiple of 8", hField(hField(nil, 2, 1.0), 13, []byte{1, 2, 3}), true},
 		{"span of wrong wire type", "wrong wire type", hField(hField(nil, 1, uint64(0)), 11, uint64(3)), true},

@@ -8,9 +8,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/prom-hbase/prom-hbase/cellcodec"
+	"github.com/prom-hbase/prom-hbase/seriesrules"
 	"github.com/prom-hbase/prom-hbase/table"
 )
 
@@ -334,6 +336,62 @@ func TestCompactPlanCellLimit(t *testing.T) {
 		}
 		if got := rowSamples(t, rowAfter(cells, p)); !sameBits(got, ints) {
 			t.Errorf("limit %d: the row reads %d samples after the plan, not the %d written", limit, len(got), len(ints))
+		}
+	}
+}
+
+// TestHistogramCellsWithinBound: the largest histogram the series rules let
+// through (seriesrules.MaxHistogramBuckets buckets, each in a span of its
+// own, counts of random size) takes at most MaxChunkCellBytes as a raw
+// cell, and so does every histogram chunk cell the compactor cuts from a
+// run of them: HBase would refuse a cell over 10 MiB, pass after pass.
+func TestHistogramCellsWithinBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const n = 12
+	var cells []table.Cell
+	var want []HistogramSample
+	counts := make([]int64, seriesrules.MaxHistogramBuckets)
+	for i := range n {
+		h := &histogram.Histogram{Schema: 0}
+		prev := int64(0)
+		for j := range counts {
+			counts[j] += rng.Int64N(1 << 40) // a counter: no reset
+			h.PositiveSpans = append(h.PositiveSpans, histogram.Span{Offset: 1, Length: 1})
+			h.PositiveBuckets = append(h.PositiveBuckets, counts[j]-prev)
+			prev = counts[j]
+			h.Count += uint64(counts[j])
+		}
+		if v := seriesrules.CheckHistogram(h, nil); v != nil {
+			t.Fatalf("the series rules refuse the test's histogram: %v", v)
+		}
+		hs := HistogramSample{T: planHour + int64(i)*15000, H: h}
+		v := cellcodec.AppendHistogramValue(nil, h)
+		if len(v) > MaxChunkCellBytes {
+			t.Fatalf("a raw histogram cell of %d bytes, more than %d", len(v), MaxChunkCellBytes)
+		}
+		cells = append(cells, table.Cell{Row: []byte("k"), Family: FamilyRaw, Timestamp: hs.T,
+			Qualifier: cellcodec.AppendRawQualifier(nil, uint32(hs.T-planHour)), Value: v})
+		want = append(want, hs)
+	}
+	p := &compactPlan{}
+	if err := p.addRow([]byte("k"), planHour, cells); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.puts) < 2 {
+		t.Fatalf("%d chunk cells for %d histograms of %d buckets: the chunk bound did not cut", len(p.puts), n, seriesrules.MaxHistogramBuckets)
+	}
+	for i, c := range p.puts {
+		if len(c.Value) > MaxChunkCellBytes {
+			t.Errorf("chunk cell %d of %d bytes, more than %d", i, len(c.Value), MaxChunkCellBytes)
+		}
+	}
+	got, err := cellcodec.AppendRowPoints(nil, planHour, tableCells(rowAfter(cells, p)), math.MinInt64, math.MaxInt64)
+	if err != nil || len(got) != n {
+		t.Fatalf("the row reads %d points after the plan (%v), want %d", len(got), err, n)
+	}
+	for i := range got {
+		if !cellcodec.SameHistogramSample(got[i].Histogram(), want[i]) {
+			t.Fatalf("histogram %d differs after the plan", i)
 		}
 	}
 }
