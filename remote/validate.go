@@ -66,7 +66,7 @@ func (r *writeRequest) validate(lim Limits) *invalidSeriesError {
 		}
 	}
 	for i, md := range r.metadata {
-		if v := seriesrules.CheckMetadata(md.MetricFamilyName); v != nil {
+		if v := seriesrules.CheckMetadata(md.MetricFamilyName, md.Help, md.Unit); v != nil {
 			return &invalidSeriesError{index: i, Violation: v}
 		}
 	}

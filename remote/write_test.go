@@ -97,6 +97,7 @@ func testWriteBadRequests(t *testing.T, st appendQuerier) {
 		{"no samples v2", "", hdrV2, v2raw(&writev2.Request{Symbols: []string{"", "__name__", "up"}, Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2}, Samples: []writev2.Sample{{Value: 1, Timestamp: 1}}}, {LabelsRefs: []uint32{1, 2}}}}), 400, "series 1 {\"__name__\"=\"up\"}: series has no samples"},
 		{"NUL label value", "", hdrV1, v1(prompb.TimeSeries{Labels: lbls("__name__", "up", "a", "\x00x"), Samples: oneSample()}), 400, "beginning with a NUL byte are reserved"},
 		{"invalid metadata v1", "", hdrV1, encodeV1(t, []prompb.TimeSeries{good}, []prompb.MetricMetadata{{Type: prompb.MetricMetadata_COUNTER, MetricFamilyName: "", Help: "no name"}}), 400, "metadata of metric family \"\": the name must be non-empty"},
+		{"metadata name too long v1", "", hdrV1, encodeV1(t, []prompb.TimeSeries{good}, []prompb.MetricMetadata{{Type: prompb.MetricMetadata_COUNTER, MetricFamilyName: strings.Repeat("n", 32_001)}}), 400, "the name is 32001 bytes long, more than the 32000 a stored string may take"},
 		{"invalid utf8 value", "", hdrV1, v1(prompb.TimeSeries{Labels: lbls("__name__", "up\xff"), Samples: oneSample()}), 400, "not valid UTF-8"},
 		{"invalid utf8 name", "", hdrV1, v1(prompb.TimeSeries{Labels: lbls("__name__", "up", "b\xc3", "x"), Samples: oneSample()}), 400, "not valid UTF-8"},
 		{"too many labels", "", hdrV1, v1(prompb.TimeSeries{Labels: manyLabels(40), Samples: oneSample()}), 400, "41 labels, more than the limit of 30"},

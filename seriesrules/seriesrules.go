@@ -25,11 +25,36 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 )
 
-// Limits bound what one series may carry. Zero means no limit.
+// Limits bound what one series may carry. Zero means no limit but
+// MaxStringLength's.
 type Limits struct {
 	MaxLabels           int
 	MaxLabelNameLength  int
 	MaxLabelValueLength int
+}
+
+// MaxStringLength bounds every label name and value and every metric family
+// name of metadata, whatever the Limits say: each is a row key of the UID
+// table, and HBase refuses a row key over 32,767 bytes, which would fail the
+// request again on every retry.
+const MaxStringLength = 32_000
+
+// MaxMetadataTextLength bounds a metric family's help text and unit: each is
+// a cell, and HBase refuses a cell over 10 MiB.
+const MaxMetadataTextLength = 1 << 20
+
+// Check reports a limit above MaxStringLength, which the store could not
+// honour.
+func (l Limits) Check() error {
+	for _, f := range [...]struct {
+		name string
+		v    int
+	}{{"label name length", l.MaxLabelNameLength}, {"label value length", l.MaxLabelValueLength}} {
+		if f.v > MaxStringLength {
+			return fmt.Errorf("a %s limit of %d bytes is above the %d a UID table row key can hold", f.name, f.v, MaxStringLength)
+		}
+	}
+	return nil
 }
 
 // Reasons, the values of the remote-write rejected-samples counter's reason
@@ -117,15 +142,27 @@ func checkLabel(l labels.Label, lim Limits) *Violation {
 		return violation(ReasonLabelTooLong, "label name %s is %d bytes long, more than the limit of %d", Quote(l.Name), len(l.Name), lim.MaxLabelNameLength)
 	case lim.MaxLabelValueLength > 0 && len(l.Value) > lim.MaxLabelValueLength:
 		return violation(ReasonLabelTooLong, "value of label %s is %d bytes long, more than the limit of %d", Quote(l.Name), len(l.Value), lim.MaxLabelValueLength)
+	case len(l.Name) > MaxStringLength:
+		return violation(ReasonLabelTooLong, "label name %s is %d bytes long, more than the %d a stored string may take", Quote(l.Name), len(l.Name), MaxStringLength)
+	case len(l.Value) > MaxStringLength:
+		return violation(ReasonLabelTooLong, "value of label %s is %d bytes long, more than the %d a stored string may take", Quote(l.Name), len(l.Value), MaxStringLength)
 	}
 	return nil
 }
 
-// CheckMetadata checks the metric family name metadata is stored under: the
-// rules of a __name__ value.
-func CheckMetadata(name string) *Violation {
-	if name == "" || name[0] == 0 || !utf8.ValidString(name) {
+// CheckMetadata checks a metric family's metadata: the name it is stored
+// under follows the rules of a __name__ value and MaxStringLength, its help
+// text and unit MaxMetadataTextLength.
+func CheckMetadata(name, help, unit string) *Violation {
+	switch {
+	case name == "" || name[0] == 0 || !utf8.ValidString(name):
 		return violation(ReasonMetadata, "metadata of metric family %s: the name must be non-empty valid UTF-8 not beginning with NUL", Quote(name))
+	case len(name) > MaxStringLength:
+		return violation(ReasonMetadata, "metadata of metric family %s: the name is %d bytes long, more than the %d a stored string may take", Quote(name), len(name), MaxStringLength)
+	case len(help) > MaxMetadataTextLength:
+		return violation(ReasonMetadata, "metadata of metric family %s: the help text is %d bytes long, more than the limit of %d", Quote(name), len(help), MaxMetadataTextLength)
+	case len(unit) > MaxMetadataTextLength:
+		return violation(ReasonMetadata, "metadata of metric family %s: the unit is %d bytes long, more than the limit of %d", Quote(name), len(unit), MaxMetadataTextLength)
 	}
 	return nil
 }

@@ -62,17 +62,54 @@ func TestCheckSeries(t *testing.T) {
 	}
 }
 
+// TestNoLimits: without limits, names and values still stop at
+// MaxStringLength, the longest a UID table row key can hold.
 func TestNoLimits(t *testing.T) {
-	long := strings.Repeat("x", 100_000)
-	if v := CheckSeries(ls("__name__", "up", "a", long), 1, 0, Limits{}); v != nil {
+	longest := strings.Repeat("x", MaxStringLength)
+	if v := CheckSeries(ls("__name__", "up", "a", longest, longest, "b"), 1, 0, Limits{}); v != nil {
 		t.Fatal(v)
+	}
+	for _, s := range [][]labels.Label{ls("__name__", "up", "a", longest+"x"), ls("__name__", "up", longest+"x", "b")} {
+		v := CheckSeries(s, 1, 0, Limits{})
+		if v == nil || v.Reason != ReasonLabelTooLong || !strings.Contains(v.Rule, "32001 bytes long, more than the 32000 a stored string may take") {
+			t.Errorf("a string of %d bytes: %v", MaxStringLength+1, v)
+		}
+	}
+}
+
+func TestLimitsCheck(t *testing.T) {
+	for lim, ok := range map[Limits]bool{
+		{}: true, {MaxLabelNameLength: MaxStringLength, MaxLabelValueLength: MaxStringLength}: true,
+		{MaxLabelValueLength: MaxStringLength + 1}: false, {MaxLabelNameLength: 1 << 20}: false,
+	} {
+		if err := lim.Check(); (err == nil) != ok {
+			t.Errorf("%+v: %v, want accepted %v", lim, err, ok)
+		}
 	}
 }
 
 func TestCheckMetadata(t *testing.T) {
-	for name, ok := range map[string]bool{"up": true, "temp.°C": true, "": false, "\x00x": false, "a\xff": false} {
-		if got := CheckMetadata(name) == nil; got != ok {
-			t.Errorf("CheckMetadata(%q) accepted = %v, want %v", name, got, ok)
+	for name, ok := range map[string]bool{"up": true, "temp.°C": true, "": false, "\x00x": false, "a\xff": false,
+		strings.Repeat("n", MaxStringLength): true, strings.Repeat("n", MaxStringLength+1): false} {
+		if got := CheckMetadata(name, "help", "") == nil; got != ok {
+			t.Errorf("CheckMetadata(%.20q) accepted = %v, want %v", name, got, ok)
+		}
+	}
+	longest := strings.Repeat("h", MaxMetadataTextLength)
+	for _, tc := range []struct {
+		help, unit string
+		rule       string
+	}{
+		{longest, longest, ""},
+		{longest + "h", "", "the help text is 1048577 bytes long"},
+		{"", longest + "u", "the unit is 1048577 bytes long"},
+	} {
+		v := CheckMetadata("up", tc.help, tc.unit)
+		switch {
+		case tc.rule == "" && v != nil:
+			t.Errorf("refused: %v", v)
+		case tc.rule != "" && (v == nil || v.Reason != ReasonMetadata || !strings.Contains(v.Rule, tc.rule)):
+			t.Errorf("got %v, want %s saying %q", v, ReasonMetadata, tc.rule)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prom-hbase/prom-hbase/labels2uid"
 	"github.com/prom-hbase/prom-hbase/rowkey"
+	"github.com/prom-hbase/prom-hbase/seriesrules"
 	"github.com/prom-hbase/prom-hbase/table"
 )
 
@@ -206,6 +207,9 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	}
 	if cfg.FloatChunks != FloatChunksAuto && cfg.FloatChunks != FloatChunksXOR {
 		return nil, fmt.Errorf("float chunks %q: want %q or %q", cfg.FloatChunks, FloatChunksAuto, FloatChunksXOR)
+	}
+	if err := (seriesrules.Limits{MaxLabelNameLength: cfg.MaxLabelNameLength, MaxLabelValueLength: cfg.MaxLabelValueLength}).Check(); err != nil {
+		return nil, fmt.Errorf("store limits: %w", err)
 	}
 	s := &Store{cfg: cfg, layout: cfg.Layout, db: db, now: time.Now}
 	var err error

@@ -310,3 +310,20 @@ func TestOpenRefusesUnknownFloatChunks(t *testing.T) {
 		t.Fatalf("UID table after the refusal: %v, want ErrTableNotFound", err)
 	}
 }
+
+// TestOpenRefusesLabelLimitAboveRowKey: a label length limit above what a
+// UID table row key holds would let through strings HBase refuses on every
+// retry, so Open refuses it, before creating anything.
+func TestOpenRefusesLabelLimitAboveRowKey(t *testing.T) {
+	db, prefix := openPebble(t)
+	_, err := Open(context.Background(), db, Config{TablePrefix: prefix, MaxLabelValueLength: 100_000})
+	if err == nil || !strings.Contains(err.Error(), "label value length limit of 100000 bytes is above the 32000") {
+		t.Fatalf("Open with a 100,000-byte value limit: %v", err)
+	}
+	if _, err := db.Table(context.Background(), prefix+UIDTableSuffix); !errors.Is(err, table.ErrTableNotFound) {
+		t.Fatalf("UID table after the refusal: %v, want ErrTableNotFound", err)
+	}
+	if _, err := Open(context.Background(), db, Config{TablePrefix: prefix, MaxLabelNameLength: 32_000, MaxLabelValueLength: 32_000}); err != nil {
+		t.Fatalf("Open at the bound: %v", err)
+	}
+}

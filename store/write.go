@@ -385,7 +385,7 @@ func seriesString(ls []labels.Label) string {
 func (s *Store) WriteMetadata(ctx context.Context, md []Metadata) error {
 	cells := make([]table.Cell, 0, 3*len(md))
 	for _, m := range md {
-		if v := seriesrules.CheckMetadata(m.MetricFamilyName); v != nil {
+		if v := seriesrules.CheckMetadata(m.MetricFamilyName, m.Help, m.Unit); v != nil {
 			return fmt.Errorf("%w: %s", ErrInvalidInput, v.Rule)
 		}
 		row := []byte(m.MetricFamilyName)

@@ -199,9 +199,9 @@ func addStorageFlags(app *kingpin.Application, c *storageFlags) {
 
 	app.Flag("limits.max-labels", "Most labels in one series, __name__ included (400 above).").
 		Default(fmt.Sprint(store.DefaultMaxLabels)).IntVar(&c.limits.MaxLabels)
-	app.Flag("limits.max-label-name-length", "Longest label name in bytes (400 above).").
+	app.Flag("limits.max-label-name-length", "Longest label name in bytes (400 above; at most 32000, what a UID table row key holds).").
 		Default(fmt.Sprint(store.DefaultMaxLabelNameLength)).IntVar(&c.limits.MaxLabelNameLength)
-	app.Flag("limits.max-label-value-length", "Longest label value in bytes (400 above).").
+	app.Flag("limits.max-label-value-length", "Longest label value in bytes (400 above; at most 32000, what a UID table row key holds).").
 		Default(fmt.Sprint(store.DefaultMaxLabelValueLength)).IntVar(&c.limits.MaxLabelValueLength)
 }
 
