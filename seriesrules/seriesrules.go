@@ -1,8 +1,9 @@
 // Package seriesrules is the one set of rules a series must follow to be
 // stored: label names non-empty UTF-8, sorted and unique; values UTF-8; a
 // non-empty __name__; names and values not beginning with a NUL byte; the
-// label limits; at least one sample; native histograms that Prometheus's
-// TSDB would accept (CheckHistogram). The HTTP layer applies them to a whole
+// label limits, and MaxStringLength whatever they say; at least one sample;
+// native histograms that Prometheus's TSDB would accept, of at most
+// MaxHistogramBuckets buckets (CheckHistogram); metadata (CheckMetadata). The HTTP layer applies them to a whole
 // request before anything is written, and the store applies them again to
 // every batch it is handed, so both refuse exactly the same series.
 //
