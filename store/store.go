@@ -166,6 +166,11 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// limits are the series rules' limits of the store's configuration.
+func (c *Config) limits() seriesrules.Limits {
+	return seriesrules.Limits{MaxLabels: c.MaxLabels, MaxLabelNameLength: c.MaxLabelNameLength, MaxLabelValueLength: c.MaxLabelValueLength}
+}
+
 func setDefault(v *int, d int) {
 	if *v <= 0 {
 		*v = d
@@ -208,7 +213,7 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	if cfg.FloatChunks != FloatChunksAuto && cfg.FloatChunks != FloatChunksXOR {
 		return nil, fmt.Errorf("float chunks %q: want %q or %q", cfg.FloatChunks, FloatChunksAuto, FloatChunksXOR)
 	}
-	if err := (seriesrules.Limits{MaxLabelNameLength: cfg.MaxLabelNameLength, MaxLabelValueLength: cfg.MaxLabelValueLength}).Check(); err != nil {
+	if err := cfg.limits().Check(); err != nil {
 		return nil, fmt.Errorf("store limits: %w", err)
 	}
 	s := &Store{cfg: cfg, layout: cfg.Layout, db: db, now: time.Now}

@@ -345,8 +345,7 @@ func (r *rowCursor) cell(w *writer, s *Store, t int64) uint32 {
 // the same the HTTP layer applies, with the store's limits) and that its
 // timestamps fit the row key. The error names the series and the rule.
 func (s *Store) validate(in *SeriesIn) error {
-	lim := seriesrules.Limits{MaxLabels: s.cfg.MaxLabels, MaxLabelNameLength: s.cfg.MaxLabelNameLength, MaxLabelValueLength: s.cfg.MaxLabelValueLength}
-	if v := seriesrules.CheckSeries(in.Labels, len(in.Samples), len(in.Histograms), lim); v != nil {
+	if v := seriesrules.CheckSeries(in.Labels, len(in.Samples), len(in.Histograms), s.cfg.limits()); v != nil {
 		return invalid(in.Labels, v.Rule)
 	}
 	for _, smp := range in.Samples {
