@@ -590,6 +590,8 @@ func (c *Client) TableFamilies(ctx context.Context, table string) ([]hrpc.Family
 				f.InMemory = strings.EqualFold(v, "true")
 			case "NEW_VERSION_BEHAVIOR":
 				f.NewVersionBehavior = strings.EqualFold(v, "true")
+			case "IN_MEMORY_COMPACTION":
+				f.InMemoryCompaction = v
 			}
 		}
 		out = append(out, f)

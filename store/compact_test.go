@@ -700,3 +700,88 @@ func TestCompactLongRunHBase(t *testing.T) {
 		t.Fatalf("a second series, or %v", ss.Err())
 	}
 }
+
+// TestRawMemstoreFlattenedHBase: with the raw family's in-memory
+// compaction (Config.RawMemstore, BASIC by default) HBase flattens the
+// memstore's skip list into sorted segments every few MiB. The
+// compactor's exact-version deletes and samples re-written after them
+// (NEW_VERSION_BEHAVIOR) must resolve across those segments as in one
+// skip list: enough samples are written, before and after each step, for
+// the puts, the delete markers and the re-written cells to land in
+// different segments.
+func TestRawMemstoreFlattenedHBase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 240,000 samples")
+	}
+	db, prefix := openHBase(t)
+	ctx := context.Background()
+	s, clock := clockedStore(t, db, Config{TablePrefix: prefix})
+	data, err := db.Describe(ctx, prefix+DataTableSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := findFamily(data, FamilyRaw); raw.InMemoryCompaction != "BASIC" {
+		t.Fatalf("raw family IN_MEMORY_COMPACTION %q, want BASIC", raw.InMemoryCompaction)
+	}
+	h0 := time.Now().Add(-6*time.Hour).UnixMilli() / hour * hour
+	rng := rand.New(rand.NewPCG(5, 6))
+	const n = 80_000 // about 4 MB of raw cells a series
+	write := func(series []labels.Label, samples []Sample) {
+		t.Helper()
+		for b := range slices.Chunk(samples, 20_000) {
+			if err := s.Write(ctx, []SeriesIn{{Labels: series, Samples: b}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fill := func(name string) []Sample {
+		out := make([]Sample, n)
+		for i := range out {
+			out[i] = Sample{T: h0 + int64(i)*40, V: math.Float64frombits(rng.Uint64() &^ (0x7ff << 52))}
+		}
+		write(lbls("__name__", name, "i", "a"), out)
+		return out
+	}
+	check := func(step, name string, want []Sample) {
+		t.Helper()
+		ss := s.Select(ctx, Query{Start: h0, End: h0 + hour - 1, Matchers: []*labels.Matcher{mustMatcher(t, labels.MatchEqual, "__name__", name)}})
+		defer ss.Close()
+		if !ss.Next() {
+			t.Fatalf("%s: no series %s: %v", step, name, ss.Err())
+		}
+		if got := ss.At().Samples; !sameBits(got, want) {
+			t.Fatalf("%s: read %d samples of %s, want %d (or their bits differ)", step, len(got), name, len(want))
+		}
+	}
+	pass := func(step string) {
+		t.Helper()
+		clock.advance(30 * time.Minute)
+		c, err := s.NewCompactor(CompactorConfig{Rate: -1, now: clock.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := c.Pass(ctx); err != nil || st.Errors > 0 {
+			t.Fatalf("%s: pass %+v, %v", step, st, err)
+		}
+	}
+
+	a := fill("a")
+	pass("first pass")
+	b := fill("b") // pushes a's delete markers out of the active segment
+	check("after the first pass", "a", a)
+	// Every tenth sample of a re-written with another value, at the
+	// timestamp of a raw cell the compactor deleted: the new cell must be
+	// visible, and win over the chunk.
+	var late []Sample
+	for i := 0; i < n; i += 10 {
+		a[i].V = float64(i)
+		late = append(late, a[i])
+	}
+	write(lbls("__name__", "a", "i", "a"), late)
+	c := fill("c") // and the re-written cells out of it
+	check("with re-written samples", "a", a)
+	pass("second pass")
+	check("after the second pass", "a", a)
+	check("after the second pass", "b", b)
+	check("after the second pass", "c", c)
+}

@@ -49,6 +49,7 @@ const (
 	DefaultWriteTimeout        = 30 * time.Second
 	DefaultDataCompression     = "SNAPPY"
 	DefaultChunkCompression    = "GZ"
+	DefaultRawMemstore         = "BASIC"
 )
 
 // Config.FloatChunks values: how the compactor and WriteHistory store the
@@ -92,6 +93,16 @@ type Config struct {
 	// without the notion ignore them.
 	DataCompression  string
 	ChunkCompression string
+	// RawMemstore is the IN_MEMORY_COMPACTION of FamilyRaw, which takes
+	// every sample written: "BASIC" (DefaultRawMemstore, also "") or
+	// "NONE". With BASIC, HBase inserts each cell into a skip list of a
+	// few MiB, flattened into sorted arrays as it fills, instead of one of
+	// the whole memstore (128 MiB by default), where an insert walks more
+	// levels, each likely a cache miss: about 30 % less HBase CPU per
+	// sample written (BENCHMARKS.md, "Ingest: the raw family's memstore").
+	// The other kinds (EAGER, ADAPTIVE) drop versions in memory and are
+	// not offered. Backends without the notion ignore it.
+	RawMemstore string
 	// FloatChunks is how closed hours' floats are stored: FloatChunksAuto
 	// ("" too) or FloatChunksXOR. Readers take both, whatever this says.
 	FloatChunks string
@@ -151,6 +162,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.ScanConcurrency, DefaultScanConcurrency)
 	c.DataCompression = strings.ToUpper(cmp.Or(c.DataCompression, DefaultDataCompression))
 	c.ChunkCompression = strings.ToUpper(cmp.Or(c.ChunkCompression, DefaultChunkCompression))
+	c.RawMemstore = strings.ToUpper(cmp.Or(c.RawMemstore, DefaultRawMemstore))
 	c.FloatChunks = cmp.Or(c.FloatChunks, FloatChunksAuto)
 	if c.CompactGrace == 0 {
 		c.CompactGrace = DefaultCompactGrace
@@ -209,6 +221,9 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	cfg.setDefaults()
 	if err := cfg.Layout.Validate(); err != nil {
 		return nil, fmt.Errorf("store layout: %w", err)
+	}
+	if cfg.RawMemstore != "BASIC" && cfg.RawMemstore != "NONE" {
+		return nil, fmt.Errorf("raw family memstore %q: want BASIC or NONE", cfg.RawMemstore)
 	}
 	if cfg.FloatChunks != FloatChunksAuto && cfg.FloatChunks != FloatChunksXOR {
 		return nil, fmt.Errorf("float chunks %q: want %q or %q", cfg.FloatChunks, FloatChunksAuto, FloatChunksXOR)

@@ -77,7 +77,7 @@ func TestUIDExhaustionRefusesOnlyItsSeries(t *testing.T) {
 func TestOpenAltersExistingTables(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
 		ctx := context.Background()
-		cfg := Config{TablePrefix: prefix, Retention: 30 * 24 * time.Hour, DataCompression: "none", ChunkCompression: "none"}
+		cfg := Config{TablePrefix: prefix, Retention: 30 * 24 * time.Hour, DataCompression: "none", ChunkCompression: "none", RawMemstore: "none"}
 		cfg.setDefaults()
 		old := uidTableSpec(cfg)
 		for i := range old.Families {
@@ -99,11 +99,14 @@ func TestOpenAltersExistingTables(t *testing.T) {
 				if f.DataBlockEncoding != "FAST_DIFF" || orDefault(f.Compression, "NONE") != "NONE" {
 					t.Fatalf("data family %s created without compression has %s blocks compressed %q, want FAST_DIFF, NONE", f.Name, f.DataBlockEncoding, f.Compression)
 				}
+				if f.Name == FamilyRaw && f.InMemoryCompaction != "NONE" {
+					t.Fatalf("raw family created with RawMemstore NONE has IN_MEMORY_COMPACTION %q", f.InMemoryCompaction)
+				}
 			}
 		}
 		var logs bytes.Buffer
 		cfg.Retention = 90 * 24 * time.Hour
-		cfg.DataCompression, cfg.ChunkCompression = "", "" // the defaults
+		cfg.DataCompression, cfg.ChunkCompression, cfg.RawMemstore = "", "", "" // the defaults
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		s2 := openStore(t, db, cfg)
 		have, err := db.Describe(ctx, prefix+UIDTableSuffix)
@@ -128,10 +131,15 @@ func TestOpenAltersExistingTables(t *testing.T) {
 				t.Errorf("data family %s after a start with the default compression: %s blocks compressed %q, want ROW_INDEX_V1, %s",
 					f.Name, f.DataBlockEncoding, f.Compression, codec)
 			}
+			// The chunk family keeps the server's default; the raw one takes
+			// the default of this version.
+			if want := map[string]string{FamilyData: "", FamilyRaw: DefaultRawMemstore}[f.Name]; f.InMemoryCompaction != want {
+				t.Errorf("data family %s after a start with the defaults: IN_MEMORY_COMPACTION %q, want %q", f.Name, f.InMemoryCompaction, want)
+			}
 		}
 		for _, want := range []string{"TTL 720h0m0s -> 2160h0m0s", "DATA_BLOCK_ENCODING FAST_DIFF -> ROW_INDEX_V1",
 			"family=t changes=\"TTL 720h0m0s -> 2160h0m0s, DATA_BLOCK_ENCODING FAST_DIFF -> ROW_INDEX_V1, COMPRESSION NONE -> GZ\"",
-			"family=r changes=\"TTL 720h0m0s -> 2160h0m0s, DATA_BLOCK_ENCODING FAST_DIFF -> ROW_INDEX_V1, COMPRESSION NONE -> SNAPPY\""} {
+			"family=r changes=\"TTL 720h0m0s -> 2160h0m0s, DATA_BLOCK_ENCODING FAST_DIFF -> ROW_INDEX_V1, COMPRESSION NONE -> SNAPPY, IN_MEMORY_COMPACTION NONE -> BASIC\""} {
 			if !strings.Contains(logs.String(), want) {
 				t.Errorf("no log line says %q:\n%s", want, logs.String())
 			}
@@ -309,6 +317,25 @@ func TestOpenRefusesUnknownFloatChunks(t *testing.T) {
 	if _, err := db.Table(context.Background(), prefix+UIDTableSuffix); !errors.Is(err, table.ErrTableNotFound) {
 		t.Fatalf("UID table after the refusal: %v, want ErrTableNotFound", err)
 	}
+}
+
+// TestOpenRefusesUnknownRawMemstore: only BASIC and NONE are taken (EAGER
+// and ADAPTIVE drop versions in memory), case aside, before a table is
+// created.
+func TestOpenRefusesUnknownRawMemstore(t *testing.T) {
+	db, prefix := openPebble(t)
+	_, err := Open(context.Background(), db, Config{TablePrefix: prefix, RawMemstore: "eager"})
+	if err == nil || !strings.Contains(err.Error(), `"EAGER"`) || !strings.Contains(err.Error(), "BASIC or NONE") {
+		t.Fatalf("Open with RawMemstore eager: %v", err)
+	}
+	if _, err := db.Table(context.Background(), prefix+UIDTableSuffix); !errors.Is(err, table.ErrTableNotFound) {
+		t.Fatalf("UID table after the refusal: %v, want ErrTableNotFound", err)
+	}
+	s, err := Open(context.Background(), db, Config{TablePrefix: prefix, RawMemstore: "basic"})
+	if err != nil {
+		t.Fatalf("Open with RawMemstore basic: %v", err)
+	}
+	s.Close()
 }
 
 // TestOpenRefusesLabelLimitAboveRowKey: a label length limit above what a

@@ -278,6 +278,11 @@ type FamilySpec struct {
 	// ten times dearer for HBase). Backends with one version per cell and no
 	// delete markers (Pebble) always behave this way.
 	NewVersionBehavior bool
+	// InMemoryCompaction is HBase's IN_MEMORY_COMPACTION (NONE, BASIC, ...):
+	// BASIC keeps the memstore's skip list, where each write is inserted,
+	// small by flattening it into sorted arrays every few MiB. Empty means
+	// the backend's default; Pebble records it and has no such notion.
+	InMemoryCompaction string
 }
 
 // TableSpec describes a table at creation.

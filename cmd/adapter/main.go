@@ -151,6 +151,7 @@ type storageFlags struct {
 	dataRegions      string
 	compression      string
 	chunkCompression string
+	rawMemstore      string
 	floatChunks      string
 	limits           remote.Limits
 	// compactGrace and writeTimeout are --compactor.grace and
@@ -190,6 +191,8 @@ func addStorageFlags(app *kingpin.Application, c *storageFlags) {
 		Default(store.DefaultDataCompression).EnumVar(&c.compression, codecs...)
 	app.Flag("hbase.chunk-compression", "Block compression of the data table's chunk family t, the compacted hours kept for the retention (codecs and encoding as --hbase.data-compression). GZ holds them in about a quarter fewer bytes than SNAPPY; reads from HBase's block cache are the same. Applied to an existing table at start.").
 		Default(store.DefaultChunkCompression).EnumVar(&c.chunkCompression, codecs...)
+	app.Flag("hbase.raw-memstore", "In-memory compaction of the data table's raw family r, which takes every sample written (HBase's IN_MEMORY_COMPACTION: BASIC or NONE). BASIC keeps the skip list each write is inserted into at a few MiB, flattening it into sorted arrays as it fills: about 30 % less region server CPU per sample. Applied to an existing table at start.").
+		Default(store.DefaultRawMemstore).EnumVar(&c.rawMemstore, "BASIC", "NONE")
 	app.Flag("storage.float-chunks", "How the compactor (and the import) store a closed hour's float samples. 'auto': as a dense cell (decimal mantissas bit-packed, about 1 byte a sample for what exporters write) where that takes at least a fifth fewer bytes than Prometheus XOR chunks, else as XOR chunks; 'xor': XOR chunks only, which a streamed remote read sends on as they are, where it re-encodes a dense cell's samples (about 10 ns a sample). Adapters of either setting read both.").
 		Default(store.FloatChunksAuto).EnumVar(&c.floatChunks, store.FloatChunksAuto, store.FloatChunksXOR)
 	app.Flag("hbase.data-regions", "Regions the data table is created with, split at salt bucket boundaries ('auto': one per live region server; 0: one per bucket). Fewer regions make small write requests and small queries cheaper: HBase pays per region a request touches. Used only when the table is created.").
@@ -211,6 +214,7 @@ func (c *storageFlags) storeConfig(dataRegions int, reg prometheus.Registerer, l
 		DataRegions:         dataRegions,
 		DataCompression:     c.compression,
 		ChunkCompression:    c.chunkCompression,
+		RawMemstore:         c.rawMemstore,
 		FloatChunks:         c.floatChunks,
 		TablePrefix:         c.tablePrefix,
 		Layout:              c.layout,

@@ -37,6 +37,11 @@ type Family struct {
 	// before it, whatever their timestamps: without it, re-writing a deleted
 	// cell with its old timestamp stays invisible until a major compaction.
 	NewVersionBehavior bool
+	// InMemoryCompaction is the family's IN_MEMORY_COMPACTION (NONE, BASIC,
+	// EAGER, ADAPTIVE): how its memstore flattens the cells written into
+	// immutable segments before flushing them. Empty leaves the server's
+	// default (hbase.hregion.compacting.memstore.type, NONE).
+	InMemoryCompaction string
 }
 
 func (f *Family) proto() (*pb.ColumnFamilySchema, error) {
@@ -71,6 +76,9 @@ func (f *Family) proto() (*pb.ColumnFamilySchema, error) {
 	}
 	if f.NewVersionBehavior {
 		attr("NEW_VERSION_BEHAVIOR", "true")
+	}
+	if f.InMemoryCompaction != "" {
+		attr("IN_MEMORY_COMPACTION", strings.ToUpper(f.InMemoryCompaction))
 	}
 	return m, nil
 }

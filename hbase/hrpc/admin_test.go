@@ -61,6 +61,32 @@ func TestMergeFamilyKeepsWhatItDoesNotSet(t *testing.T) {
 	_ = proto.Size(got)
 }
 
+// TestMergeFamilyInMemoryCompaction: a family that names no in-memory
+// compaction keeps the operator's; one that names it sets it, upper-cased.
+func TestMergeFamilyInMemoryCompaction(t *testing.T) {
+	cur := &pb.ColumnFamilySchema{Name: []byte("r"), Attributes: []*pb.BytesBytesPair{
+		{First: []byte("IN_MEMORY_COMPACTION"), Second: []byte("ADAPTIVE")},
+	}}
+	for _, c := range []struct{ set, want string }{{"", "ADAPTIVE"}, {"basic", "BASIC"}, {"NONE", "NONE"}} {
+		got, err := MergeFamily(cur, Family{Name: "r", InMemoryCompaction: c.set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, a := range got.GetAttributes() {
+			if string(a.GetFirst()) == "IN_MEMORY_COMPACTION" {
+				n++
+				if string(a.GetSecond()) != c.want {
+					t.Errorf("InMemoryCompaction %q: IN_MEMORY_COMPACTION = %s, want %s", c.set, a.GetSecond(), c.want)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("InMemoryCompaction %q: %d IN_MEMORY_COMPACTION attributes, want 1", c.set, n)
+		}
+	}
+}
+
 func TestNewAddColumnCall(t *testing.T) {
 	call, err := NewAddColumnCall("ns:tbl", Family{Name: "r", TTL: time.Hour, Compression: "snappy"}, 7, 9)
 	if err != nil {

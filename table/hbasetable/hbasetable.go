@@ -110,7 +110,7 @@ func family(f table.FamilySpec) hrpc.Family {
 	h := hrpc.Family{
 		Name: f.Name, MaxVersions: f.MaxVersions, TTL: f.TTL,
 		BloomFilter: f.BloomFilter, DataBlockEncoding: f.DataBlockEncoding, Compression: f.Compression,
-		InMemory: f.InMemory, NewVersionBehavior: f.NewVersionBehavior,
+		InMemory: f.InMemory, NewVersionBehavior: f.NewVersionBehavior, InMemoryCompaction: f.InMemoryCompaction,
 	}
 	if h.MaxVersions == 0 {
 		h.MaxVersions = 1
@@ -132,7 +132,7 @@ func (db *DB) Describe(ctx context.Context, name string) (table.TableSpec, error
 		spec.Families[i] = table.FamilySpec{
 			Name: f.Name, MaxVersions: f.MaxVersions, TTL: f.TTL,
 			BloomFilter: f.BloomFilter, DataBlockEncoding: f.DataBlockEncoding, Compression: f.Compression,
-			InMemory: f.InMemory, NewVersionBehavior: f.NewVersionBehavior,
+			InMemory: f.InMemory, NewVersionBehavior: f.NewVersionBehavior, InMemoryCompaction: f.InMemoryCompaction,
 		}
 	}
 	return spec, nil

@@ -85,6 +85,7 @@ type familyRecord struct {
 	Compression        string `json:"compression,omitempty"`
 	InMemory           bool   `json:"in_memory,omitempty"`
 	NewVersionBehavior bool   `json:"new_version_behavior,omitempty"`
+	InMemoryCompaction string `json:"in_memory_compaction,omitempty"`
 }
 
 // newFamilyRecord is the catalog entry of a family spec, its key byte index.
@@ -92,7 +93,7 @@ func newFamilyRecord(f table.FamilySpec, index int) familyRecord {
 	return familyRecord{
 		Name: f.Name, Index: &index, TTLMillis: f.TTL.Milliseconds(), MaxVersions: f.MaxVersions,
 		BloomFilter: f.BloomFilter, DataBlockEncoding: f.DataBlockEncoding, Compression: f.Compression,
-		InMemory: f.InMemory, NewVersionBehavior: f.NewVersionBehavior,
+		InMemory: f.InMemory, NewVersionBehavior: f.NewVersionBehavior, InMemoryCompaction: f.InMemoryCompaction,
 	}
 }
 
@@ -127,7 +128,7 @@ func (f familyRecord) spec() table.FamilySpec {
 	return table.FamilySpec{
 		Name: f.Name, TTL: time.Duration(f.TTLMillis) * time.Millisecond, MaxVersions: f.MaxVersions,
 		BloomFilter: f.BloomFilter, DataBlockEncoding: f.DataBlockEncoding, Compression: f.Compression,
-		InMemory: f.InMemory, NewVersionBehavior: f.NewVersionBehavior,
+		InMemory: f.InMemory, NewVersionBehavior: f.NewVersionBehavior, InMemoryCompaction: f.InMemoryCompaction,
 	}
 }
 

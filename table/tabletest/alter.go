@@ -30,7 +30,8 @@ func checkDescribed(t *testing.T, got table.TableSpec, want []table.FamilySpec) 
 		optional := func(got, want string) bool { return got == "" || want == "" || strings.EqualFold(got, want) }
 		ok := g.TTL == w.TTL && max(g.MaxVersions, 1) == max(w.MaxVersions, 1) &&
 			optional(g.BloomFilter, w.BloomFilter) && optional(g.DataBlockEncoding, w.DataBlockEncoding) &&
-			optional(g.Compression, w.Compression) && (!g.InMemory || w.InMemory) &&
+			optional(g.Compression, w.Compression) && optional(g.InMemoryCompaction, w.InMemoryCompaction) &&
+			(!g.InMemory || w.InMemory) &&
 			(!g.NewVersionBehavior || w.NewVersionBehavior)
 		if !ok {
 			t.Errorf("Describe: family %+v, want %+v", g, w)
@@ -44,7 +45,7 @@ func testDescribe(t *testing.T, s *suite) {
 		Families: []table.FamilySpec{
 			{Name: "d", MaxVersions: 1, TTL: 48 * time.Hour, BloomFilter: "ROW", DataBlockEncoding: "FAST_DIFF", Compression: "NONE", NewVersionBehavior: true},
 			{Name: "u", InMemory: true, BloomFilter: "ROWCOL"},
-			{Name: "v", MaxVersions: 3},
+			{Name: "v", MaxVersions: 3, InMemoryCompaction: "BASIC"},
 		},
 		SplitKeys: [][]byte{[]byte("m")},
 	}
@@ -87,6 +88,7 @@ func testAlterFamily(t *testing.T, s *suite) {
 	altered := families[0]
 	altered.TTL = time.Hour
 	altered.MaxVersions = 2
+	altered.InMemoryCompaction = "BASIC"
 	if err := db.AlterFamily(ctx, spec.Name, altered); err != nil {
 		t.Fatalf("AlterFamily: %v", err)
 	}
