@@ -592,6 +592,8 @@ func (c *Client) TableFamilies(ctx context.Context, table string) ([]hrpc.Family
 				f.NewVersionBehavior = strings.EqualFold(v, "true")
 			case "IN_MEMORY_COMPACTION":
 				f.InMemoryCompaction = v
+			case hrpc.MSLABKey:
+				f.NoMSLAB = strings.EqualFold(v, "false")
 			}
 		}
 		out = append(out, f)

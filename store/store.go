@@ -100,8 +100,11 @@ type Config struct {
 	// the whole memstore (128 MiB by default), where an insert walks more
 	// levels, each likely a cache miss: about 30 % less HBase CPU per
 	// sample written (BENCHMARKS.md, "Ingest: the raw family's memstore").
-	// The other kinds (EAGER, ADAPTIVE) drop versions in memory and are
-	// not offered. Backends without the notion ignore it.
+	// The HBase backend turns the family's MSLAB off with it: flattened
+	// segments indexed in MSLAB chunks ran a 1 GiB region server out of
+	// heap, array-indexed ones did not. The other kinds (EAGER, ADAPTIVE)
+	// drop versions in memory and are not offered. Backends without the
+	// notion ignore it.
 	RawMemstore string
 	// FloatChunks is how closed hours' floats are stored: FloatChunksAuto
 	// ("" too) or FloatChunksXOR. Readers take both, whatever this says.

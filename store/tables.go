@@ -59,9 +59,9 @@ func uidTableSpec(cfg Config) table.TableSpec {
 // decompressed, read the same (BENCHMARKS.md, "Chunk compression").
 //
 // The raw family's memstore is compacted in memory (Config.RawMemstore,
-// BASIC by default): every sample is a cell inserted into it, and HBase
-// spends a third of its ingest CPU walking the skip list (a JFR profile
-// at 10,000 series, 2,000 samples a request).
+// BASIC by default, the MSLAB off): every sample is a cell inserted into
+// it, and HBase spent a third of its ingest CPU walking the skip list (a
+// JFR profile at 10,000 series, 2,000 samples a request).
 func dataTableSpec(cfg Config) table.TableSpec {
 	fam := func(name, compression string) table.FamilySpec {
 		encoding := "ROW_INDEX_V1"

@@ -280,8 +280,10 @@ type FamilySpec struct {
 	NewVersionBehavior bool
 	// InMemoryCompaction is HBase's IN_MEMORY_COMPACTION (NONE, BASIC, ...):
 	// BASIC keeps the memstore's skip list, where each write is inserted,
-	// small by flattening it into sorted arrays every few MiB. Empty means
-	// the backend's default; Pebble records it and has no such notion.
+	// small by flattening it into sorted arrays every few MiB; the HBase
+	// backend turns the family's MSLAB off with it (hrpc.Family.NoMSLAB).
+	// Empty means the backend's default; Pebble records it and has no such
+	// notion.
 	InMemoryCompaction string
 }
 

@@ -42,7 +42,19 @@ type Family struct {
 	// immutable segments before flushing them. Empty leaves the server's
 	// default (hbase.hregion.compacting.memstore.type, NONE).
 	InMemoryCompaction string
+	// NoMSLAB turns the memstore-local allocation buffer off for the
+	// family (its store's hbase.hregion.memstore.mslab.enabled; a family's
+	// attributes override the region server's configuration). With it on,
+	// an in-memory compacted memstore indexes its flattened segments in
+	// chunks of the MSLAB's pool (CellChunkMap), and a 1 GiB region server
+	// serving a few such tables ran out of heap; with it off they are
+	// indexed by plain arrays (CellArrayMap), and each cell is copied out
+	// of the request on its own.
+	NoMSLAB bool
 }
+
+// MSLABKey is the region server setting that NoMSLAB overrides.
+const MSLABKey = "hbase.hregion.memstore.mslab.enabled"
 
 func (f *Family) proto() (*pb.ColumnFamilySchema, error) {
 	if f.Name == "" || len(f.Name) > MaxFamilyLen {
@@ -79,6 +91,9 @@ func (f *Family) proto() (*pb.ColumnFamilySchema, error) {
 	}
 	if f.InMemoryCompaction != "" {
 		attr("IN_MEMORY_COMPACTION", strings.ToUpper(f.InMemoryCompaction))
+	}
+	if f.NoMSLAB {
+		attr(MSLABKey, "false")
 	}
 	return m, nil
 }
@@ -133,7 +148,8 @@ func NewModifyColumnCall(table string, f Family, nonceGroup, nonce uint64) (*Cal
 
 // MergeFamily returns cur (a family's descriptor as HBase has it) with the
 // attributes of f set over it: the ones f names, and always TTL, IN_MEMORY
-// and NEW_VERSION_BEHAVIOR (whose zero values mean something). Everything
+// and NEW_VERSION_BEHAVIOR (whose zero values mean something), and the
+// MSLAB setting whenever f names an in-memory compaction. Everything
 // else of cur, such as an operator's COMPRESSION or BLOCKSIZE, is kept:
 // ModifyColumn replaces the whole descriptor.
 func MergeFamily(cur *pb.ColumnFamilySchema, f Family) (*pb.ColumnFamilySchema, error) {
@@ -160,6 +176,11 @@ func MergeFamily(cur *pb.ColumnFamilySchema, f Family) (*pb.ColumnFamilySchema, 
 	}
 	set("IN_MEMORY", strconv.FormatBool(f.InMemory))
 	set("NEW_VERSION_BEHAVIOR", strconv.FormatBool(f.NewVersionBehavior))
+	if f.InMemoryCompaction != "" {
+		// The MSLAB setting goes with the in-memory compaction: a family
+		// brought back to NONE gets its MSLAB back.
+		set(MSLABKey, strconv.FormatBool(!f.NoMSLAB))
+	}
 	// A clone keeps what this subset of the protocol does not model (the
 	// family's configuration, field 3) as unknown fields, sent back as is.
 	out := proto.Clone(cur).(*pb.ColumnFamilySchema)

@@ -62,27 +62,43 @@ func TestMergeFamilyKeepsWhatItDoesNotSet(t *testing.T) {
 }
 
 // TestMergeFamilyInMemoryCompaction: a family that names no in-memory
-// compaction keeps the operator's; one that names it sets it, upper-cased.
+// compaction keeps the operator's; one that names it sets it, upper-cased,
+// and the MSLAB setting with it.
 func TestMergeFamilyInMemoryCompaction(t *testing.T) {
 	cur := &pb.ColumnFamilySchema{Name: []byte("r"), Attributes: []*pb.BytesBytesPair{
 		{First: []byte("IN_MEMORY_COMPACTION"), Second: []byte("ADAPTIVE")},
 	}}
-	for _, c := range []struct{ set, want string }{{"", "ADAPTIVE"}, {"basic", "BASIC"}, {"NONE", "NONE"}} {
-		got, err := MergeFamily(cur, Family{Name: "r", InMemoryCompaction: c.set})
+	for _, c := range []struct {
+		set         string
+		noMSLAB     bool
+		want, mslab string // mslab "": the attribute absent
+	}{
+		{"", false, "ADAPTIVE", ""},
+		{"basic", true, "BASIC", "false"},
+		{"NONE", false, "NONE", "true"},
+	} {
+		got, err := MergeFamily(cur, Family{Name: "r", InMemoryCompaction: c.set, NoMSLAB: c.noMSLAB})
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := 0
+		var mslab string
 		for _, a := range got.GetAttributes() {
-			if string(a.GetFirst()) == "IN_MEMORY_COMPACTION" {
+			switch string(a.GetFirst()) {
+			case "IN_MEMORY_COMPACTION":
 				n++
 				if string(a.GetSecond()) != c.want {
 					t.Errorf("InMemoryCompaction %q: IN_MEMORY_COMPACTION = %s, want %s", c.set, a.GetSecond(), c.want)
 				}
+			case MSLABKey:
+				mslab = string(a.GetSecond())
 			}
 		}
 		if n != 1 {
 			t.Errorf("InMemoryCompaction %q: %d IN_MEMORY_COMPACTION attributes, want 1", c.set, n)
+		}
+		if mslab != c.mslab {
+			t.Errorf("InMemoryCompaction %q: %s = %q, want %q", c.set, MSLABKey, mslab, c.mslab)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/prom-hbase/prom-hbase/hbase"
@@ -115,6 +116,10 @@ func family(f table.FamilySpec) hrpc.Family {
 	if h.MaxVersions == 0 {
 		h.MaxVersions = 1
 	}
+	// Flattened segments indexed in MSLAB chunks held a 1 GiB region
+	// server's heap until it failed (BENCHMARKS.md, "Ingest: the raw
+	// family's memstore"); plain arrays do not.
+	h.NoMSLAB = strings.EqualFold(f.InMemoryCompaction, "BASIC")
 	return h
 }
 

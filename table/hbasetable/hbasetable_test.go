@@ -306,3 +306,58 @@ func openTestDB(t *testing.T) (context.Context, *DB) {
 	t.Cleanup(func() { db.Close() })
 	return ctx, db
 }
+
+// TestInMemoryCompactionFamily: a family with in-memory compaction BASIC
+// is created, and altered to, with the MSLAB off (its immutable segments
+// indexed by arrays, not MSLAB chunks); back to NONE, the MSLAB is on
+// again. The table serves throughout.
+func TestInMemoryCompactionFamily(t *testing.T) {
+	ctx, db := openTestDB(t)
+	name := fmt.Sprintf("hbasetable_imc_%d", time.Now().UnixNano())
+	spec := table.TableSpec{Name: name, Families: []table.FamilySpec{
+		{Name: "r", BloomFilter: "ROW", NewVersionBehavior: true, InMemoryCompaction: "BASIC"},
+		{Name: "t", BloomFilter: "ROW", NewVersionBehavior: true},
+	}}
+	if err := db.CreateTable(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	tb, err := db.Table(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(step, want string, noMSLAB bool) {
+		t.Helper()
+		fams, err := db.c.TableFamilies(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			switch {
+			case f.Name == "r" && (f.InMemoryCompaction != want || f.NoMSLAB != noMSLAB):
+				t.Errorf("%s: family r IN_MEMORY_COMPACTION %q, MSLAB off %v; want %q, %v", step, f.InMemoryCompaction, f.NoMSLAB, want, noMSLAB)
+			case f.Name == "t" && (f.InMemoryCompaction != "" || f.NoMSLAB):
+				t.Errorf("%s: family t IN_MEMORY_COMPACTION %q, MSLAB off %v; want neither", step, f.InMemoryCompaction, f.NoMSLAB)
+			}
+		}
+		ts := time.Now().UnixMilli()
+		c := table.Cell{Row: []byte(step), Family: "r", Qualifier: []byte("q"), Timestamp: ts, Value: []byte(want)}
+		if err := tb.Put(ctx, []table.Cell{c}); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		rows, err := tb.Get(ctx, "r", [][]byte{c.Row})
+		if err != nil || len(rows) != 1 || len(rows[0].Cells) != 1 || string(rows[0].Cells[0].Value) != want {
+			t.Fatalf("%s: Get %+v, %v", step, rows, err)
+		}
+	}
+	check("created", "BASIC", true)
+	spec.Families[0].InMemoryCompaction = "NONE"
+	if err := db.AlterFamily(ctx, name, spec.Families[0]); err != nil {
+		t.Fatal(err)
+	}
+	check("altered to NONE", "NONE", false)
+	spec.Families[0].InMemoryCompaction = "BASIC"
+	if err := db.AlterFamily(ctx, name, spec.Families[0]); err != nil {
+		t.Fatal(err)
+	}
+	check("altered back to BASIC", "BASIC", true)
+}
