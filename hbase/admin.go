@@ -352,7 +352,7 @@ func (c *Client) RegionAt(ctx context.Context, table string, row []byte) (*Regio
 			return r, nil
 		}
 	}
-	return nil, fmt.Errorf("no region of %s holds row %q", table, row)
+	return nil, fmt.Errorf("no region of %s holds row %s", table, hrpc.QuoteKey(row))
 }
 
 // SplitRegion splits the region holding splitKey at splitKey and waits

@@ -119,12 +119,12 @@ func (c *Client) lookupMeta(ctx context.Context, table string, row []byte) (*Reg
 		if ctx.Err() == nil {
 			c.forgetMeta()
 		}
-		return nil, fmt.Errorf("locate %s row %q: %w", table, row, err)
+		return nil, fmt.Errorf("locate %s row %s: %w", table, hrpc.QuoteKey(row), err)
 	}
 	block, err := c.call(ctx, conn, call)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("locate %s row %q in hbase:meta: %w", table, row, err)
+			return nil, fmt.Errorf("locate %s row %s in hbase:meta: %w", table, hrpc.QuoteKey(row), err)
 		}
 		switch classify(err) {
 		case hrpc.ServerDown:
@@ -134,17 +134,17 @@ func (c *Client) lookupMeta(ctx context.Context, table string, row []byte) (*Reg
 			// Moved, or no answer in time (see classify): ask ZooKeeper.
 			c.forgetMeta()
 		}
-		return nil, fmt.Errorf("locate %s row %q in hbase:meta: %w", table, row, err)
+		return nil, fmt.Errorf("locate %s row %s in hbase:meta: %w", table, hrpc.QuoteKey(row), err)
 	}
 	results, _, err := hrpc.DecodeScanResults(nil, nil, call.Response.(*pb.ScanResponse), block)
 	if err != nil {
-		return nil, fmt.Errorf("locate %s row %q: %w", table, row, err)
+		return nil, fmt.Errorf("locate %s row %s: %w", table, hrpc.QuoteKey(row), err)
 	}
 	var found *RegionInfo
 	for _, res := range results {
 		r, err := ParseMetaRow(res.Cells)
 		if err != nil {
-			return nil, fmt.Errorf("locate %s row %q: %w", table, row, err)
+			return nil, fmt.Errorf("locate %s row %s: %w", table, hrpc.QuoteKey(row), err)
 		}
 		if r.Table != table {
 			break
@@ -170,7 +170,7 @@ func (c *Client) lookupMeta(ctx context.Context, table string, row []byte) (*Reg
 	}
 	// The table exists but no region holds row yet: a split in progress.
 	return nil, &hrpc.Exception{Class: hrpc.RegionOpening,
-		Message: fmt.Sprintf("no region of %s holds row %q yet", table, row)}
+		Message: fmt.Sprintf("no region of %s holds row %s yet", table, hrpc.QuoteKey(row))}
 }
 
 // Regions lists the regions of a table from hbase:meta (split parents

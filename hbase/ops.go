@@ -20,11 +20,11 @@ func (c *Client) Get(ctx context.Context, table string, g *hrpc.Get) ([]hrpc.Cel
 		return hrpc.NewGetCall(r.Name, pg), nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("get %s row %q: %w", table, g.Row, err)
+		return nil, fmt.Errorf("get %s row %s: %w", table, hrpc.QuoteKey(g.Row), err)
 	}
 	cells, _, err := hrpc.ResultCells(nil, call.Response.(*pb.GetResponse).GetResult(), block)
 	if err != nil {
-		return nil, fmt.Errorf("get %s row %q: %w", table, g.Row, err)
+		return nil, fmt.Errorf("get %s row %s: %w", table, hrpc.QuoteKey(g.Row), err)
 	}
 	return cells, nil
 }
@@ -38,7 +38,7 @@ func (c *Client) Mutate(ctx context.Context, table string, m *hrpc.Mutation) err
 		return hrpc.NewMutateCall(r.Name, m, nil, c.nonceGroup), nil
 	})
 	if err != nil {
-		return fmt.Errorf("mutate %s row %q: %w", table, m.Row, err)
+		return fmt.Errorf("mutate %s row %s: %w", table, hrpc.QuoteKey(m.Row), err)
 	}
 	return nil
 }
@@ -62,21 +62,21 @@ func (c *Client) Increment(ctx context.Context, table string, row, family, quali
 		return hrpc.NewMutateCall(r.Name, m, nil, c.nonceGroup), nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("increment %s row %q: %w", table, row, err)
+		return 0, fmt.Errorf("increment %s row %s: %w", table, hrpc.QuoteKey(row), err)
 	}
 	cells, _, err := hrpc.ResultCells(nil, call.Response.(*pb.MutateResponse).GetResult(), block)
 	if err != nil {
-		return 0, fmt.Errorf("increment %s row %q: %w", table, row, err)
+		return 0, fmt.Errorf("increment %s row %s: %w", table, hrpc.QuoteKey(row), err)
 	}
 	for _, cell := range cells {
 		if string(cell.Family) == string(family) && string(cell.Qualifier) == string(qualifier) {
 			if len(cell.Value) != 8 {
-				return 0, fmt.Errorf("increment %s row %q: counter of %d bytes", table, row, len(cell.Value))
+				return 0, fmt.Errorf("increment %s row %s: counter of %d bytes", table, hrpc.QuoteKey(row), len(cell.Value))
 			}
 			return int64(binary.BigEndian.Uint64(cell.Value)), nil
 		}
 	}
-	return 0, fmt.Errorf("increment %s row %q: answer without the counter cell", table, row)
+	return 0, fmt.Errorf("increment %s row %s: answer without the counter cell", table, hrpc.QuoteKey(row))
 }
 
 // CheckAndPut applies put only if the cell (put's row, family, qualifier)
@@ -94,7 +94,7 @@ func (c *Client) CheckAndPut(ctx context.Context, table string, put *hrpc.Mutati
 		return hrpc.NewMutateCall(r.Name, put, cond, c.nonceGroup), nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("check-and-put %s row %q: %w", table, put.Row, err)
+		return false, fmt.Errorf("check-and-put %s row %s: %w", table, hrpc.QuoteKey(put.Row), err)
 	}
 	return call.Response.(*pb.MutateResponse).GetProcessed(), nil
 }

@@ -85,11 +85,11 @@ func ParseMetaRow(cells []hrpc.Cell) (*RegionInfo, error) {
 		case bytes.Equal(c.Qualifier, metaRegionInfo):
 			v, ok := bytes.CutPrefix(c.Value, []byte("PBUF"))
 			if !ok {
-				return nil, fmt.Errorf("meta row %q: regioninfo without PBUF magic", c.Row)
+				return nil, fmt.Errorf("meta row %s: regioninfo without PBUF magic", hrpc.QuoteKey(c.Row))
 			}
 			info := &pb.RegionInfo{}
 			if err := proto.Unmarshal(v, info); err != nil {
-				return nil, fmt.Errorf("meta row %q: regioninfo: %w", c.Row, err)
+				return nil, fmt.Errorf("meta row %s: regioninfo: %w", hrpc.QuoteKey(c.Row), err)
 			}
 			r = &RegionInfo{
 				Table:   tableString(info.GetTableName()),

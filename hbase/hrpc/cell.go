@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // CellType is the type byte of a KeyValue.
@@ -128,4 +129,17 @@ func DecodeCells(dst []Cell, block []byte, n int) ([]Cell, []byte, error) {
 		dst = append(dst, c)
 	}
 	return dst, block, nil
+}
+
+// maxQuotedKey is the most of a key QuoteKey shows.
+const maxQuotedKey = 64
+
+// QuoteKey quotes a row key for an error message: whole when short, else its
+// first bytes and its length. A row key may be up to 32 KiB (a label value
+// in the UID table), and an error quoting all of it fills a log line.
+func QuoteKey(key []byte) string {
+	if len(key) <= maxQuotedKey {
+		return strconv.Quote(string(key))
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(string(key[:maxQuotedKey])), len(key))
 }

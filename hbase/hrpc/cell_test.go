@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -139,5 +140,29 @@ func BenchmarkDecodeCells(b *testing.B) {
 		if cells, _, err = DecodeCells(cells[:0], block, n); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestQuoteKey: short keys are quoted whole, as %q would; long ones by
+// their first bytes and their length, so that an error about a row key of
+// 33,000 bytes stays a short line.
+func TestQuoteKey(t *testing.T) {
+	for _, c := range []struct {
+		key  []byte
+		want string
+	}{
+		{nil, `""`},
+		{[]byte("row\x00\xff"), `"row\x00\xff"`},
+		{bytes.Repeat([]byte("k"), maxQuotedKey), `"` + strings.Repeat("k", maxQuotedKey) + `"`},
+		{bytes.Repeat([]byte("k"), maxQuotedKey+1), `"` + strings.Repeat("k", maxQuotedKey) + `"... (65 bytes)`},
+	} {
+		if got := QuoteKey(c.key); got != c.want {
+			t.Errorf("QuoteKey(%d bytes) = %s, want %s", len(c.key), got, c.want)
+		}
+	}
+	m := Mutation{Row: bytes.Repeat([]byte("r"), 33000), Cells: []MutationCell{{Family: []byte("f"), Qualifier: []byte("q")}}}
+	err := m.Check()
+	if err == nil || !strings.Contains(err.Error(), "33000 bytes exceeds") || len(err.Error()) > 200 {
+		t.Fatalf("Check of a 33,000-byte row: %v", err)
 	}
 }

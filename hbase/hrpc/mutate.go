@@ -46,10 +46,10 @@ func (m *Mutation) Check() error {
 	}
 	for _, c := range m.Cells {
 		if err := CheckCell(m.Row, c.Family); err != nil {
-			return fmt.Errorf("mutation of row %q: %w", m.Row, err)
+			return fmt.Errorf("mutation of row %s: %w", QuoteKey(m.Row), err)
 		}
 		if len(c.Family) == 0 {
-			return fmt.Errorf("mutation of row %q: empty family", m.Row)
+			return fmt.Errorf("mutation of row %s: empty family", QuoteKey(m.Row))
 		}
 	}
 	return nil

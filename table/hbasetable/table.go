@@ -212,7 +212,7 @@ func putMutation(row []byte, put []table.Cell) (*hrpc.Mutation, error) {
 	m := &hrpc.Mutation{Type: hrpc.MutationPut, Row: row, Cells: make([]hrpc.MutationCell, 0, len(put))}
 	for _, c := range put {
 		if !bytes.Equal(c.Row, row) {
-			return nil, fmt.Errorf("hbasetable: check-and-put of row %q with a cell of row %q", row, c.Row)
+			return nil, fmt.Errorf("hbasetable: check-and-put of row %s with a cell of row %s", hrpc.QuoteKey(row), hrpc.QuoteKey(c.Row))
 		}
 		m.Cells = append(m.Cells, hrpc.MutationCell{Family: []byte(c.Family), Qualifier: c.Qualifier, Timestamp: c.Timestamp, Type: hrpc.TypePut, Value: c.Value})
 	}
