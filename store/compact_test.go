@@ -663,16 +663,8 @@ func TestCompactLongRunHBase(t *testing.T) {
 	h0 := time.Now().Add(-6*time.Hour).UnixMilli() / hour * hour
 	const n = 300_000
 	rng := rand.New(rand.NewPCG(3, 4))
-	samples := make([]Sample, n)
-	for i := range samples {
-		samples[i] = Sample{T: h0 + int64(i)*12, V: math.Float64frombits(rng.Uint64() &^ (0x7ff << 52))}
-	}
-	series := lbls("__name__", "long", "i", "a")
-	for b := range slices.Chunk(samples, 50_000) {
-		if err := s.Write(ctx, []SeriesIn{{Labels: series, Samples: b}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	samples := randomBits(rng, h0, 12, n)
+	writeBatches(t, s, lbls("__name__", "long", "i", "a"), samples, 50_000)
 	clock.advance(30 * time.Minute)
 	c, err := s.NewCompactor(CompactorConfig{Rate: -1, now: clock.now})
 	if err != nil {
@@ -688,16 +680,43 @@ func TestCompactLongRunHBase(t *testing.T) {
 	if kinds := assertCompacted(t, s); kinds.packed < 3 {
 		t.Errorf("cells after the pass: %+v; want several packed cells", kinds)
 	}
-	ss := s.Select(ctx, Query{Start: h0, End: h0 + hour - 1, Matchers: []*labels.Matcher{mustMatcher(t, labels.MatchEqual, "__name__", "long")}})
+	checkHourBits(t, s, "after compaction", "long", h0, samples)
+}
+
+// randomBits is n samples step ms apart from start, of random
+// mantissas (subnormal values): what XOR chunks compress worst.
+func randomBits(rng *rand.Rand, start, step int64, n int) []Sample {
+	out := make([]Sample, n)
+	for i := range out {
+		out[i] = Sample{T: start + int64(i)*step, V: math.Float64frombits(rng.Uint64() &^ (0x7ff << 52))}
+	}
+	return out
+}
+
+// writeBatches writes samples of one series in requests of batch samples.
+func writeBatches(t *testing.T, s *Store, series []labels.Label, samples []Sample, batch int) {
+	t.Helper()
+	for b := range slices.Chunk(samples, batch) {
+		if err := s.Write(context.Background(), []SeriesIn{{Labels: series, Samples: b}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkHourBits reads the hour from h0 of the one series of metric name and
+// requires want, bit for bit.
+func checkHourBits(t *testing.T, s *Store, step, name string, h0 int64, want []Sample) {
+	t.Helper()
+	ss := s.Select(context.Background(), Query{Start: h0, End: h0 + hour - 1, Matchers: []*labels.Matcher{mustMatcher(t, labels.MatchEqual, "__name__", name)}})
 	defer ss.Close()
 	if !ss.Next() {
-		t.Fatalf("no series after compaction: %v", ss.Err())
+		t.Fatalf("%s: no series %s: %v", step, name, ss.Err())
 	}
-	if got := ss.At().Samples; !sameBits(got, samples) {
-		t.Fatalf("read %d samples after compaction, wrote %d (or their bits differ)", len(got), len(samples))
+	if got := ss.At().Samples; !sameBits(got, want) {
+		t.Fatalf("%s: read %d samples of %s, want %d (or their bits differ)", step, len(got), name, len(want))
 	}
 	if ss.Next() || ss.Err() != nil {
-		t.Fatalf("a second series, or %v", ss.Err())
+		t.Fatalf("%s: a second series of %s, or %v", step, name, ss.Err())
 	}
 }
 
@@ -726,32 +745,10 @@ func TestRawMemstoreFlattenedHBase(t *testing.T) {
 	h0 := time.Now().Add(-6*time.Hour).UnixMilli() / hour * hour
 	rng := rand.New(rand.NewPCG(5, 6))
 	const n = 80_000 // about 4 MB of raw cells a series
-	write := func(series []labels.Label, samples []Sample) {
-		t.Helper()
-		for b := range slices.Chunk(samples, 20_000) {
-			if err := s.Write(ctx, []SeriesIn{{Labels: series, Samples: b}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	fill := func(name string) []Sample {
-		out := make([]Sample, n)
-		for i := range out {
-			out[i] = Sample{T: h0 + int64(i)*40, V: math.Float64frombits(rng.Uint64() &^ (0x7ff << 52))}
-		}
-		write(lbls("__name__", name, "i", "a"), out)
+		out := randomBits(rng, h0, 40, n)
+		writeBatches(t, s, lbls("__name__", name, "i", "a"), out, 20_000)
 		return out
-	}
-	check := func(step, name string, want []Sample) {
-		t.Helper()
-		ss := s.Select(ctx, Query{Start: h0, End: h0 + hour - 1, Matchers: []*labels.Matcher{mustMatcher(t, labels.MatchEqual, "__name__", name)}})
-		defer ss.Close()
-		if !ss.Next() {
-			t.Fatalf("%s: no series %s: %v", step, name, ss.Err())
-		}
-		if got := ss.At().Samples; !sameBits(got, want) {
-			t.Fatalf("%s: read %d samples of %s, want %d (or their bits differ)", step, len(got), name, len(want))
-		}
 	}
 	pass := func(step string) {
 		t.Helper()
@@ -768,7 +765,7 @@ func TestRawMemstoreFlattenedHBase(t *testing.T) {
 	a := fill("a")
 	pass("first pass")
 	b := fill("b") // pushes a's delete markers out of the active segment
-	check("after the first pass", "a", a)
+	checkHourBits(t, s, "after the first pass", "a", h0, a)
 	// Every tenth sample of a re-written with another value, at the
 	// timestamp of a raw cell the compactor deleted: the new cell must be
 	// visible, and win over the chunk.
@@ -777,11 +774,11 @@ func TestRawMemstoreFlattenedHBase(t *testing.T) {
 		a[i].V = float64(i)
 		late = append(late, a[i])
 	}
-	write(lbls("__name__", "a", "i", "a"), late)
+	writeBatches(t, s, lbls("__name__", "a", "i", "a"), late, 20_000)
 	c := fill("c") // and the re-written cells out of it
-	check("with re-written samples", "a", a)
+	checkHourBits(t, s, "with re-written samples", "a", h0, a)
 	pass("second pass")
-	check("after the second pass", "a", a)
-	check("after the second pass", "b", b)
-	check("after the second pass", "c", c)
+	checkHourBits(t, s, "after the second pass", "a", h0, a)
+	checkHourBits(t, s, "after the second pass", "b", h0, b)
+	checkHourBits(t, s, "after the second pass", "c", h0, c)
 }
