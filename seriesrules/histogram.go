@@ -34,7 +34,7 @@ const MaxHistogramBuckets = 1 << 15
 // And it holds at most MaxHistogramBuckets buckets, and as many spans.
 func CheckHistogram(h *histogram.Histogram, fh *histogram.FloatHistogram) *Violation {
 	var (
-		err            error
+		validate       func() error
 		hint           histogram.CounterResetHint
 		buckets, spans int
 	)
@@ -42,9 +42,11 @@ func CheckHistogram(h *histogram.Histogram, fh *histogram.FloatHistogram) *Viola
 	case h != nil && fh != nil:
 		return violation(ReasonInvalidHistogram, "histogram sample is both an integer and a float histogram")
 	case h != nil:
+		validate, hint = h.Validate, h.CounterResetHint
 		buckets = len(h.PositiveBuckets) + len(h.NegativeBuckets) + len(h.CustomValues)
 		spans = len(h.PositiveSpans) + len(h.NegativeSpans)
 	case fh != nil:
+		validate, hint = fh.Validate, fh.CounterResetHint
 		buckets = len(fh.PositiveBuckets) + len(fh.NegativeBuckets) + len(fh.CustomValues)
 		spans = len(fh.PositiveSpans) + len(fh.NegativeSpans)
 	default:
@@ -57,11 +59,7 @@ func CheckHistogram(h *histogram.Histogram, fh *histogram.FloatHistogram) *Viola
 	if spans > MaxHistogramBuckets {
 		return violation(ReasonInvalidHistogram, "%d spans, more than the limit of %d", spans, MaxHistogramBuckets)
 	}
-	if h != nil {
-		err, hint = h.Validate(), h.CounterResetHint
-	} else {
-		err, hint = fh.Validate(), fh.CounterResetHint
-	}
+	err := validate()
 	if err != nil {
 		return violation(ReasonInvalidHistogram, "%v", err)
 	}
