@@ -49,7 +49,13 @@ const (
 	DefaultWriteTimeout        = 30 * time.Second
 	DefaultDataCompression     = "SNAPPY"
 	DefaultChunkCompression    = "GZ"
-	DefaultRawMemstore         = "BASIC"
+	DefaultRawMemstore         = RawMemstoreBasic
+)
+
+// Config.RawMemstore values: the in-memory compaction of FamilyRaw.
+const (
+	RawMemstoreBasic = "BASIC"
+	RawMemstoreNone  = "NONE"
 )
 
 // Config.FloatChunks values: how the compactor and WriteHistory store the
@@ -225,8 +231,8 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	if err := cfg.Layout.Validate(); err != nil {
 		return nil, fmt.Errorf("store layout: %w", err)
 	}
-	if cfg.RawMemstore != "BASIC" && cfg.RawMemstore != "NONE" {
-		return nil, fmt.Errorf("raw family memstore %q: want BASIC or NONE", cfg.RawMemstore)
+	if cfg.RawMemstore != RawMemstoreBasic && cfg.RawMemstore != RawMemstoreNone {
+		return nil, fmt.Errorf("raw family memstore %q: want %s or %s", cfg.RawMemstore, RawMemstoreBasic, RawMemstoreNone)
 	}
 	if cfg.FloatChunks != FloatChunksAuto && cfg.FloatChunks != FloatChunksXOR {
 		return nil, fmt.Errorf("float chunks %q: want %q or %q", cfg.FloatChunks, FloatChunksAuto, FloatChunksXOR)
