@@ -594,6 +594,8 @@ func (c *Client) TableFamilies(ctx context.Context, table string) ([]hrpc.Family
 				f.InMemoryCompaction = v
 			case hrpc.MSLABKey:
 				f.NoMSLAB = strings.EqualFold(v, "false")
+			case hrpc.PipelineSegmentsKey:
+				f.PipelineSegments, _ = strconv.Atoi(v)
 			}
 		}
 		out = append(out, f)

@@ -354,3 +354,24 @@ func TestOpenRefusesLabelLimitAboveRowKey(t *testing.T) {
 		t.Fatalf("Open at the bound: %v", err)
 	}
 }
+
+// TestFamilyDiffMemstore: an in-memory compaction differs by its policy,
+// whatever the case, and by a backend's remark on how it is set up.
+func TestFamilyDiffMemstore(t *testing.T) {
+	for _, c := range []struct {
+		have, want string
+		diff       string // "": none
+	}{
+		{"", "", ""},
+		{"BASIC", "", ""}, // the spec leaves it as found
+		{"basic", "BASIC", ""},
+		{"", "NONE", ""},
+		{"NONE", "BASIC", "IN_MEMORY_COMPACTION NONE -> BASIC"},
+		{"BASIC (pipeline segments the region server's)", "BASIC", "IN_MEMORY_COMPACTION BASIC (pipeline segments the region server's) -> BASIC"},
+	} {
+		d := familyDiff(table.FamilySpec{InMemoryCompaction: c.have}, table.FamilySpec{InMemoryCompaction: c.want})
+		if got := strings.Join(d, ", "); got != c.diff {
+			t.Errorf("have %q, want %q: diff %q, want %q", c.have, c.want, got, c.diff)
+		}
+	}
+}

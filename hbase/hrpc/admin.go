@@ -51,10 +51,22 @@ type Family struct {
 	// indexed by plain arrays (CellArrayMap), and each cell is copied out
 	// of the request on its own.
 	NoMSLAB bool
+	// PipelineSegments is the most flattened segments an in-memory
+	// compacted memstore keeps before it merges them all into one (its
+	// store's PipelineSegmentsKey; 0 leaves the region server's, 2). Each
+	// merge copies the index of every cell not yet flushed, so with the
+	// default (a merge at every second flattening) a memstore of 128 MiB
+	// flattened every 2 MiB indexes a cell again and again before it
+	// reaches a file.
+	PipelineSegments int
 }
 
 // MSLABKey is the region server setting that NoMSLAB overrides.
 const MSLABKey = "hbase.hregion.memstore.mslab.enabled"
+
+// PipelineSegmentsKey is the region server setting that PipelineSegments
+// overrides.
+const PipelineSegmentsKey = "hbase.hregion.compacting.pipeline.segments.limit"
 
 func (f *Family) proto() (*pb.ColumnFamilySchema, error) {
 	if f.Name == "" || len(f.Name) > MaxFamilyLen {
@@ -94,6 +106,9 @@ func (f *Family) proto() (*pb.ColumnFamilySchema, error) {
 	}
 	if f.NoMSLAB {
 		attr(MSLABKey, "false")
+	}
+	if f.PipelineSegments > 0 {
+		attr(PipelineSegmentsKey, strconv.Itoa(f.PipelineSegments))
 	}
 	return m, nil
 }
@@ -149,7 +164,8 @@ func NewModifyColumnCall(table string, f Family, nonceGroup, nonce uint64) (*Cal
 // MergeFamily returns cur (a family's descriptor as HBase has it) with the
 // attributes of f set over it: the ones f names, and always TTL, IN_MEMORY
 // and NEW_VERSION_BEHAVIOR (whose zero values mean something), and the
-// MSLAB setting whenever f names an in-memory compaction. Everything
+// MSLAB and pipeline settings whenever f names an in-memory compaction
+// (a PipelineSegments of 0 then removes the family's own). Everything
 // else of cur, such as an operator's COMPRESSION or BLOCKSIZE, is kept:
 // ModifyColumn replaces the whole descriptor.
 func MergeFamily(cur *pb.ColumnFamilySchema, f Family) (*pb.ColumnFamilySchema, error) {
@@ -180,12 +196,18 @@ func MergeFamily(cur *pb.ColumnFamilySchema, f Family) (*pb.ColumnFamilySchema, 
 		// The MSLAB setting goes with the in-memory compaction: a family
 		// brought back to NONE gets its MSLAB back.
 		set(MSLABKey, strconv.FormatBool(!f.NoMSLAB))
+		if f.PipelineSegments <= 0 {
+			delete(attrs, PipelineSegmentsKey)
+		}
 	}
 	// A clone keeps what this subset of the protocol does not model (the
 	// family's configuration, field 3) as unknown fields, sent back as is.
 	out := proto.Clone(cur).(*pb.ColumnFamilySchema)
 	out.Attributes = nil
 	for _, k := range order {
+		if _, ok := attrs[k]; !ok {
+			continue
+		}
 		out.Attributes = append(out.Attributes, &pb.BytesBytesPair{First: []byte(k), Second: []byte(attrs[k])})
 	}
 	return out, nil

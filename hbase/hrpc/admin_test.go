@@ -63,26 +63,29 @@ func TestMergeFamilyKeepsWhatItDoesNotSet(t *testing.T) {
 
 // TestMergeFamilyInMemoryCompaction: a family that names no in-memory
 // compaction keeps the operator's; one that names it sets it, upper-cased,
-// and the MSLAB setting with it.
+// and the MSLAB and pipeline settings with it.
 func TestMergeFamilyInMemoryCompaction(t *testing.T) {
 	cur := &pb.ColumnFamilySchema{Name: []byte("r"), Attributes: []*pb.BytesBytesPair{
 		{First: []byte("IN_MEMORY_COMPACTION"), Second: []byte("ADAPTIVE")},
+		{First: []byte(PipelineSegmentsKey), Second: []byte("5")},
 	}}
 	for _, c := range []struct {
 		set         string
 		noMSLAB     bool
+		segments    int
 		want, mslab string // mslab "": the attribute absent
+		pipeline    string // "": the attribute absent
 	}{
-		{"", false, "ADAPTIVE", ""},
-		{"basic", true, "BASIC", "false"},
-		{"NONE", false, "NONE", "true"},
+		{"", false, 0, "ADAPTIVE", "", "5"},
+		{"basic", true, 64, "BASIC", "false", "64"},
+		{"NONE", false, 0, "NONE", "true", ""},
 	} {
-		got, err := MergeFamily(cur, Family{Name: "r", InMemoryCompaction: c.set, NoMSLAB: c.noMSLAB})
+		got, err := MergeFamily(cur, Family{Name: "r", InMemoryCompaction: c.set, NoMSLAB: c.noMSLAB, PipelineSegments: c.segments})
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := 0
-		var mslab string
+		var mslab, pipeline string
 		for _, a := range got.GetAttributes() {
 			switch string(a.GetFirst()) {
 			case "IN_MEMORY_COMPACTION":
@@ -92,7 +95,12 @@ func TestMergeFamilyInMemoryCompaction(t *testing.T) {
 				}
 			case MSLABKey:
 				mslab = string(a.GetSecond())
+			case PipelineSegmentsKey:
+				pipeline = string(a.GetSecond())
 			}
+		}
+		if pipeline != c.pipeline {
+			t.Errorf("InMemoryCompaction %q: %s = %q, want %q", c.set, PipelineSegmentsKey, pipeline, c.pipeline)
 		}
 		if n != 1 {
 			t.Errorf("InMemoryCompaction %q: %d IN_MEMORY_COMPACTION attributes, want 1", c.set, n)

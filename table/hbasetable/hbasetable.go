@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,11 +117,50 @@ func family(f table.FamilySpec) hrpc.Family {
 	if h.MaxVersions == 0 {
 		h.MaxVersions = 1
 	}
-	// Flattened segments indexed in MSLAB chunks held a 1 GiB region
-	// server's heap until it failed (BENCHMARKS.md, "Ingest: the raw
-	// family's memstore"); plain arrays do not.
-	h.NoMSLAB = strings.EqualFold(f.InMemoryCompaction, "BASIC")
+	if strings.EqualFold(f.InMemoryCompaction, "BASIC") {
+		// Flattened segments indexed in MSLAB chunks held a 1 GiB region
+		// server's heap until it failed (BENCHMARKS.md, "Ingest: the raw
+		// family's memstore"); plain arrays do not.
+		h.NoMSLAB = true
+		h.PipelineSegments = basicPipelineSegments
+	}
 	return h
+}
+
+// basicPipelineSegments is the flattened segments a BASIC memstore keeps
+// before merging them. HBase's default, 2, merges everything not yet
+// flushed at every second flattening: 19 % of the region server's CPU at
+// 200 samples a request (a JFR profile), 7 % at 16, none at 64. A read of
+// the memstore looks into each segment, so more segments cost reads of
+// cells not yet flushed: against the default, 16 took about half of 64's
+// ingest gain, and reads of a full memstore lost up to a fifth against up
+// to a third at 64 (BENCHMARKS.md, "Ingest: merging the memstore's
+// segments").
+const basicPipelineSegments = 16
+
+// memstoreSetting is the in-memory compaction of a family as Describe
+// reports it: a BASIC family without the MSLAB and pipeline settings that
+// family sets (created by an older adapter or by hand) is reported with
+// what differs, so a store comparing it with its spec alters it.
+func memstoreSetting(f hrpc.Family) string {
+	if !strings.EqualFold(f.InMemoryCompaction, "BASIC") {
+		return f.InMemoryCompaction
+	}
+	var odd []string
+	if !f.NoMSLAB {
+		odd = append(odd, "MSLAB on")
+	}
+	if f.PipelineSegments != basicPipelineSegments {
+		n := "the region server's"
+		if f.PipelineSegments > 0 {
+			n = strconv.Itoa(f.PipelineSegments)
+		}
+		odd = append(odd, "pipeline segments "+n)
+	}
+	if len(odd) == 0 {
+		return f.InMemoryCompaction
+	}
+	return f.InMemoryCompaction + " (" + strings.Join(odd, ", ") + ")"
 }
 
 // Describe reads the table's families from its descriptor.
@@ -137,7 +177,7 @@ func (db *DB) Describe(ctx context.Context, name string) (table.TableSpec, error
 		spec.Families[i] = table.FamilySpec{
 			Name: f.Name, MaxVersions: f.MaxVersions, TTL: f.TTL,
 			BloomFilter: f.BloomFilter, DataBlockEncoding: f.DataBlockEncoding, Compression: f.Compression,
-			InMemory: f.InMemory, NewVersionBehavior: f.NewVersionBehavior, InMemoryCompaction: f.InMemoryCompaction,
+			InMemory: f.InMemory, NewVersionBehavior: f.NewVersionBehavior, InMemoryCompaction: memstoreSetting(f),
 		}
 	}
 	return spec, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prom-hbase/prom-hbase/hbase/hbasetest"
+	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
 	"github.com/prom-hbase/prom-hbase/table"
 	"github.com/prom-hbase/prom-hbase/table/tabletest"
 )
@@ -309,8 +310,10 @@ func openTestDB(t *testing.T) (context.Context, *DB) {
 
 // TestInMemoryCompactionFamily: a family with in-memory compaction BASIC
 // is created, and altered to, with the MSLAB off (its immutable segments
-// indexed by arrays, not MSLAB chunks); back to NONE, the MSLAB is on
-// again. The table serves throughout.
+// indexed by arrays, not MSLAB chunks) and basicPipelineSegments; back to
+// NONE, the MSLAB is on again and the pipeline setting gone. A BASIC
+// family without them (an older adapter's) is described as such, and an
+// alter brings them. The table serves throughout.
 func TestInMemoryCompactionFamily(t *testing.T) {
 	ctx, db := openTestDB(t)
 	name := fmt.Sprintf("hbasetable_imc_%d", time.Now().UnixNano())
@@ -325,7 +328,7 @@ func TestInMemoryCompactionFamily(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := func(step, want string, noMSLAB bool) {
+	check := func(step, want string, noMSLAB bool, segments int, described string) {
 		t.Helper()
 		fams, err := db.c.TableFamilies(ctx, name)
 		if err != nil {
@@ -333,11 +336,19 @@ func TestInMemoryCompactionFamily(t *testing.T) {
 		}
 		for _, f := range fams {
 			switch {
-			case f.Name == "r" && (f.InMemoryCompaction != want || f.NoMSLAB != noMSLAB):
-				t.Errorf("%s: family r IN_MEMORY_COMPACTION %q, MSLAB off %v; want %q, %v", step, f.InMemoryCompaction, f.NoMSLAB, want, noMSLAB)
-			case f.Name == "t" && (f.InMemoryCompaction != "" || f.NoMSLAB):
-				t.Errorf("%s: family t IN_MEMORY_COMPACTION %q, MSLAB off %v; want neither", step, f.InMemoryCompaction, f.NoMSLAB)
+			case f.Name == "r" && (f.InMemoryCompaction != want || f.NoMSLAB != noMSLAB || f.PipelineSegments != segments):
+				t.Errorf("%s: family r IN_MEMORY_COMPACTION %q, MSLAB off %v, pipeline segments %d; want %q, %v, %d",
+					step, f.InMemoryCompaction, f.NoMSLAB, f.PipelineSegments, want, noMSLAB, segments)
+			case f.Name == "t" && (f.InMemoryCompaction != "" || f.NoMSLAB || f.PipelineSegments != 0):
+				t.Errorf("%s: family t IN_MEMORY_COMPACTION %q, MSLAB off %v, pipeline segments %d; want none", step, f.InMemoryCompaction, f.NoMSLAB, f.PipelineSegments)
 			}
+		}
+		desc, err := db.Describe(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := desc.Families[0].InMemoryCompaction; desc.Families[0].Name != "r" || got != described {
+			t.Errorf("%s: Describe: family %s InMemoryCompaction %q, want r %q", step, desc.Families[0].Name, got, described)
 		}
 		ts := time.Now().UnixMilli()
 		c := table.Cell{Row: []byte(step), Family: "r", Qualifier: []byte("q"), Timestamp: ts, Value: []byte(want)}
@@ -349,15 +360,40 @@ func TestInMemoryCompactionFamily(t *testing.T) {
 			t.Fatalf("%s: Get %+v, %v", step, rows, err)
 		}
 	}
-	check("created", "BASIC", true)
+	check("created", "BASIC", true, basicPipelineSegments, "BASIC")
 	spec.Families[0].InMemoryCompaction = "NONE"
 	if err := db.AlterFamily(ctx, name, spec.Families[0]); err != nil {
 		t.Fatal(err)
 	}
-	check("altered to NONE", "NONE", false)
+	check("altered to NONE", "NONE", false, 0, "NONE")
+	// As the adapter of 2026-11-27 made it: MSLAB off, HBase's pipeline.
+	old := family(spec.Families[0])
+	old.InMemoryCompaction, old.NoMSLAB = "BASIC", true
+	if err := db.c.ModifyFamily(ctx, name, old); err != nil {
+		t.Fatal(err)
+	}
+	check("BASIC without the pipeline setting", "BASIC", true, 0, "BASIC (pipeline segments the region server's)")
 	spec.Families[0].InMemoryCompaction = "BASIC"
 	if err := db.AlterFamily(ctx, name, spec.Families[0]); err != nil {
 		t.Fatal(err)
 	}
-	check("altered back to BASIC", "BASIC", true)
+	check("altered back to BASIC", "BASIC", true, basicPipelineSegments, "BASIC")
+}
+
+func TestMemstoreSetting(t *testing.T) {
+	for _, c := range []struct {
+		f    hrpc.Family
+		want string
+	}{
+		{hrpc.Family{}, ""},
+		{hrpc.Family{InMemoryCompaction: "NONE"}, "NONE"},
+		{hrpc.Family{InMemoryCompaction: "EAGER"}, "EAGER"},
+		{hrpc.Family{InMemoryCompaction: "BASIC", NoMSLAB: true, PipelineSegments: basicPipelineSegments}, "BASIC"},
+		{hrpc.Family{InMemoryCompaction: "BASIC", NoMSLAB: true}, "BASIC (pipeline segments the region server's)"},
+		{hrpc.Family{InMemoryCompaction: "BASIC", PipelineSegments: 3}, "BASIC (MSLAB on, pipeline segments 3)"},
+	} {
+		if got := memstoreSetting(c.f); got != c.want {
+			t.Errorf("memstoreSetting(%+v) = %q, want %q", c.f, got, c.want)
+		}
+	}
 }
