@@ -31,6 +31,10 @@ type fakeSource struct {
 	extra func(unit, series int) []labels.Label
 	// negative gives the first series of each unit samples before 1970.
 	negative bool
+	// badHistogram, when set and true for a histogram sample, makes its
+	// count disagree with its buckets: a histogram the store refuses
+	// (histogram.Validate) and the importer's own checks do not look at.
+	badHistogram func(unit int, t int64) bool
 	// shared leaves the unit label out: the units hold the same series.
 	shared bool
 	// interleave yields the series' pieces in turn, one piece of each
@@ -100,8 +104,11 @@ func (f *fakeSource) want(u Unit, unit, s int) store.SeriesIn {
 	for _, t := range ts {
 		if s == 1 {
 			n := uint64(t/f.step%100 + 100)
-			in.Histograms = append(in.Histograms, store.HistogramSample{T: t, H: &histogram.Histogram{
-				Count: n, ZeroCount: n, Sum: float64(t % 977), Schema: 1}})
+			h := &histogram.Histogram{Count: n, ZeroCount: n, Sum: float64(t % 977), Schema: 1}
+			if f.badHistogram != nil && f.badHistogram(unit, t) {
+				h.Count++
+			}
+			in.Histograms = append(in.Histograms, store.HistogramSample{T: t, H: h})
 			continue
 		}
 		in.Samples = append(in.Samples, store.Sample{T: t, V: math.Sin(float64(t/f.step)) * float64(s+1)})

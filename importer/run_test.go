@@ -301,6 +301,32 @@ func TestRunDropsRefusedSeries(t *testing.T) {
 	}
 }
 
+// TestRunDropsRefusedHistogram: a histogram sample the store refuses (its
+// count disagrees with its buckets, as only a corrupt block would hold)
+// drops its series' piece, counted as refused_by_store with the store's
+// reason; the other series of the batch are imported.
+func TestRunDropsRefusedHistogram(t *testing.T) {
+	tg := pebbleTarget(t)
+	f := newFakeSource(1, 4, time.Minute)
+	bad := base + 30*time.Minute.Milliseconds()
+	f.badHistogram = func(_ int, t int64) bool { return t == bad }
+	sum, err := Run(context.Background(), runCfg(f, tg, tg.st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Dropped) != 1 {
+		t.Fatalf("dropped %+v, want one reason", sum.Dropped)
+	}
+	d := sum.Dropped[0]
+	if d.Reason != ReasonRefused || d.Series != 1 || d.Samples != 120 || !strings.Contains(d.Example, "histogram") {
+		t.Errorf("dropped %+v, want the histogram series' 120 samples refused by the store", d)
+	}
+	// The three float series, 120 samples each, are written.
+	if hs := tg.st.HistoryStats(); hs != (store.HistoryStats{Chunked: 3 * 120}) {
+		t.Errorf("store wrote %+v, want the float series' %d samples", hs, 3*120)
+	}
+}
+
 // gate holds every write until two are in flight at once, and records the
 // largest batch.
 type gate struct {

@@ -281,9 +281,11 @@ type FamilySpec struct {
 	// InMemoryCompaction is HBase's IN_MEMORY_COMPACTION (NONE, BASIC, ...):
 	// BASIC keeps the memstore's skip list, where each write is inserted,
 	// small by flattening it into sorted arrays every few MiB; the HBase
-	// backend turns the family's MSLAB off with it (hrpc.Family.NoMSLAB).
-	// Empty means the backend's default; Pebble records it and has no such
-	// notion.
+	// backend turns the family's MSLAB off with it and lets more flattened
+	// segments gather before merging them (hrpc.Family.NoMSLAB and
+	// PipelineSegments), and describes a BASIC family set up otherwise with
+	// a remark after the policy ("BASIC (MSLAB on)"). Empty means the
+	// backend's default; Pebble records it and has no such notion.
 	InMemoryCompaction string
 }
 

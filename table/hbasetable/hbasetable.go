@@ -130,12 +130,12 @@ func family(f table.FamilySpec) hrpc.Family {
 // basicPipelineSegments is the flattened segments a BASIC memstore keeps
 // before merging them. HBase's default, 2, merges everything not yet
 // flushed at every second flattening: 19 % of the region server's CPU at
-// 200 samples a request (a JFR profile), 7 % at 16, none at 64. A read of
-// the memstore looks into each segment, so more segments cost reads of
-// cells not yet flushed: against the default, 16 took about half of 64's
-// ingest gain, and reads of a full memstore lost up to a fifth against up
-// to a third at 64 (BENCHMARKS.md, "Ingest: merging the memstore's
-// segments").
+// 200 samples a request (a JFR profile), 7 % at 16, and at 64 only the
+// flattening (3 %). A read of the memstore looks into each segment, so
+// more segments cost reads of cells not yet flushed: against the default,
+// 16 took about half of 64's ingest gain, and reads of a full memstore
+// lost up to a fifth against up to a third at 64 (BENCHMARKS.md, "Ingest:
+// merging the memstore's segments").
 const basicPipelineSegments = 16
 
 // memstoreSetting is the in-memory compaction of a family as Describe
