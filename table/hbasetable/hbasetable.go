@@ -140,8 +140,8 @@ const basicPipelineSegments = 16
 
 // memstoreSetting is the in-memory compaction of a family as Describe
 // reports it: a BASIC family without the MSLAB and pipeline settings that
-// family sets (created by an older adapter or by hand) is reported with
-// what differs, so a store comparing it with its spec alters it.
+// family() gives one (made by an older adapter or by hand) is reported
+// with what differs, so a store comparing it with its spec alters it.
 func memstoreSetting(f hrpc.Family) string {
 	if !strings.EqualFold(f.InMemoryCompaction, "BASIC") {
 		return f.InMemoryCompaction
