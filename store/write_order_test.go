@@ -2,8 +2,10 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -111,4 +113,28 @@ func TestWriteDuplicateSampleLastWins(t *testing.T) {
 			t.Errorf("read back %q, want %q: the last values written, 7 and 8", got, want)
 		}
 	})
+}
+
+// TestKeyPrefixOrder: ordering by keyPrefix, then by the whole keys where
+// the prefixes are equal, is bytes.Compare's order, for keys shorter and
+// longer than the prefix and with zero bytes where a short key's padding
+// is.
+func TestKeyPrefixOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	key := func() []byte {
+		k := make([]byte, rng.IntN(24))
+		for i := range k {
+			k[i] = []byte{0, 1, 0x7f, 0x80, 0xff}[rng.IntN(5)]
+		}
+		return k
+	}
+	for range 100000 {
+		a, b := key(), key()
+		a0, a1 := keyPrefix(a)
+		b0, b1 := keyPrefix(b)
+		got := cmp.Or(cmp.Compare(a0, b0), cmp.Compare(a1, b1), bytes.Compare(a, b))
+		if want := bytes.Compare(a, b); got != want {
+			t.Fatalf("%x against %x: %d by prefix, %d by bytes.Compare", a, b, got, want)
+		}
+	}
 }
