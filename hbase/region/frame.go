@@ -63,7 +63,7 @@ func AppendRequest(dst []byte, callID uint32, c *hrpc.Call, timeoutMs uint32) ([
 	if dst, err = appendDelimited(dst, h); err != nil {
 		return nil, fmt.Errorf("marshal request header: %w", err)
 	}
-	if dst, err = appendDelimited(dst, c.Request); err != nil {
+	if dst, err = appendParam(dst, c.Request); err != nil {
 		return nil, fmt.Errorf("marshal %s request: %w", c.Method, err)
 	}
 	dst = append(dst, c.Cells...)
@@ -73,6 +73,18 @@ func AppendRequest(dst []byte, callID uint32, c *hrpc.Call, timeoutMs uint32) ([
 	}
 	binary.BigEndian.PutUint32(dst[at:], uint32(n))
 	return dst, nil
+}
+
+// appendParam appends a call's request message, length-delimited: a
+// Multi's own by hrpc.AppendMultiRequest, the write path's hot message,
+// every other through proto.
+func appendParam(dst []byte, m proto.Message) ([]byte, error) {
+	if mr, ok := m.(*pb.MultiRequest); ok {
+		if out, ok := hrpc.AppendMultiRequest(dst, mr); ok {
+			return out, nil
+		}
+	}
+	return appendDelimited(dst, m)
 }
 
 func appendDelimited(dst []byte, m proto.Message) ([]byte, error) {
