@@ -16,14 +16,15 @@ import (
 // a request, in a size pass and an encoding pass through reflection.
 // Unknown fields are not written: a Multi's messages have none.
 func AppendMultiRequest(dst []byte, m *pb.MultiRequest) ([]byte, bool) {
-	size, ok := multiRequestSize(m)
+	var stack [16]int
+	raSizes, size, ok := multiRequestSize(stack[:0], m)
 	if !ok {
 		return dst, false
 	}
 	dst = protowire.AppendVarint(dst, uint64(size))
-	for _, ra := range m.RegionAction {
+	for i, ra := range m.RegionAction {
 		dst = protowire.AppendTag(dst, 1, protowire.BytesType)
-		dst = protowire.AppendVarint(dst, uint64(regionActionSize(ra)))
+		dst = protowire.AppendVarint(dst, uint64(raSizes[i]))
 		dst = appendRegionAction(dst, ra)
 	}
 	if m.NonceGroup != nil {
@@ -33,25 +34,27 @@ func AppendMultiRequest(dst []byte, m *pb.MultiRequest) ([]byte, bool) {
 	return dst, true
 }
 
-// multiRequestSize is m's encoded size, or false when AppendMultiRequest
-// does not encode m.
-func multiRequestSize(m *pb.MultiRequest) (int, bool) {
+// multiRequestSize is m's encoded size, and the size of each of its
+// RegionActions appended to raSizes, or false when AppendMultiRequest does
+// not encode m.
+func multiRequestSize(raSizes []int, m *pb.MultiRequest) ([]int, int, bool) {
 	n := 0
 	for _, ra := range m.RegionAction {
 		if ra == nil || ra.Condition != nil || ra.Region == nil || ra.Region.Type == nil || ra.Region.Value == nil {
-			return 0, false
+			return nil, 0, false
 		}
 		for _, a := range ra.Action {
 			if a == nil || a.Get != nil || (a.Mutation != nil && len(a.Mutation.ColumnValue) > 0) {
-				return 0, false
+				return nil, 0, false
 			}
 		}
-		n += 1 + protowire.SizeBytes(regionActionSize(ra))
+		raSizes = append(raSizes, regionActionSize(ra))
+		n += 1 + protowire.SizeBytes(raSizes[len(raSizes)-1])
 	}
 	if m.NonceGroup != nil {
 		n += 1 + protowire.SizeVarint(*m.NonceGroup)
 	}
-	return n, true
+	return raSizes, n, true
 }
 
 func regionActionSize(ra *pb.RegionAction) int {
