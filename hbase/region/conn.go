@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
 )
 
@@ -313,7 +311,7 @@ func (c *Conn) Call(ctx context.Context, call *hrpc.Call) ([]byte, error) {
 		if x := r.resp.Header.Exception; x != nil {
 			return nil, hrpc.FromResponse(x)
 		}
-		if err := proto.Unmarshal(r.resp.Message, call.Response); err != nil {
+		if err := unmarshalResult(r.resp.Message, call.Response); err != nil {
 			return nil, fmt.Errorf("%s: decode %s response: %w", c.addr, call.Method, err)
 		}
 		return r.resp.Cells, nil

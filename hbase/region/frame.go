@@ -87,6 +87,15 @@ func appendParam(dst []byte, m proto.Message) ([]byte, error) {
 	return appendDelimited(dst, m)
 }
 
+// unmarshalResult decodes a call's response message: a Multi's answer by
+// hrpc.UnmarshalMultiResponse where it can, every other through proto.
+func unmarshalResult(b []byte, m proto.Message) error {
+	if mr, ok := m.(*pb.MultiResponse); ok && hrpc.UnmarshalMultiResponse(b, mr) {
+		return nil
+	}
+	return proto.Unmarshal(b, m)
+}
+
 func appendDelimited(dst []byte, m proto.Message) ([]byte, error) {
 	o := proto.MarshalOptions{}
 	dst = protowire.AppendVarint(dst, uint64(o.Size(m)))
