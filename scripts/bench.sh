@@ -2,7 +2,7 @@
 # `make bench`: the adapter next to OpenTSDB 2.4.1 on the same HBase and next
 # to Prometheus's own receiver and remote read, same data, same run. Prints
 # every figure as it is taken, then the Markdown tables of BENCHMARKS.md with
-# the ratios. 5-10 minutes on 2 cores, plus HBase's start and the builds.
+# the ratios. About 25 minutes on 2 cores, plus HBase's start and the builds.
 #
 #   scripts/bench.sh
 #
@@ -39,8 +39,10 @@
 #           more each, warm, taking turns to go first; the median of the
 #           rounds is reported, with the range of the paired ratios
 #   ingest  after an untimed third, INGEST_ROUNDS more rounds of the same
-#           series (from now on) at 2,000 samples per request, half as many
-#           at 200, 4 in flight, until durable; then 200 per request again
+#           series (from now on) at 2,000 samples per request, then
+#           INGEST_ROUNDS_200 at 200, 4 in flight, until durable (2 million
+#           samples a run each: runs that span several of HBase's memstore
+#           flushes, as a run of 0.45 million did not); then 200 per request again
 #           with 16 in flight (Prometheus's queue manager runs up to 50
 #           shards, each a request in flight), and 2,000 per request over
 #           ten times the series (one sample per series in a request, as
@@ -68,7 +70,9 @@
 # re-encodes; XOR chunks go out untouched).
 #
 # Knobs: COLD_SERIES (10000), SUSTAIN (20s), SUSTAIN_BATCH (2000), DS_SERIES
-# (1000), DS_ROUNDS (360), INGEST_ROUNDS (900), INGEST_REPS (3), READ_REPS (10), READ_STREAMED_REPS (100), READ_ROUNDS (3), READ_WARMUP
+# (1000), DS_ROUNDS (360), INGEST_ROUNDS (2000; 900 before 2026-11-27 13:30),
+# INGEST_ROUNDS_200 (INGEST_ROUNDS; half of it before), INGEST_SHAPES (the four
+# shapes of the ingest step, PERxIN_FLIGHTxSET), INGEST_REPS (3), READ_REPS (10), READ_STREAMED_REPS (100), READ_ROUNDS (3), READ_WARMUP
 # (20s), HIST_SERIES
 # (200; 0 leaves histograms out), HIST_ROUNDS (480), BENCH_ONLY=histograms
 # (that step and its table only), BENCH_ONLY=import (only the import of
@@ -78,7 +82,8 @@
 # OTSDB_IMPORT_SERIES (1000) series x OTSDB_IMPORT_ROUNDS (360) samples that
 # a TSD loaded and, stopping, compacted, with `adapter import opentsdb`:
 # samples/s, CPU, bytes/sample of both data tables after major compaction;
-# not part of the full run), ADAPTER_BIN (a
+# not part of the full run), BENCH_ONLY=ingest (only the ingest step, on
+# fresh tables, and its table), ADAPTER_BIN (a
 # built adapter instead of building ./cmd/adapter), PROMETHEUS_BIN (a built
 # Prometheus instead of scripts/prometheus.sh; "none" leaves Prometheus out),
 # BENCH_KEEP=1 keeps the temporary directory (logs, results.txt).
@@ -87,7 +92,8 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 
 cold_series=${COLD_SERIES:-10000} sustain=${SUSTAIN:-20s} sustain_batch=${SUSTAIN_BATCH:-2000}
-ds_series=${DS_SERIES:-1000} ds_rounds=${DS_ROUNDS:-360} ingest_rounds=${INGEST_ROUNDS:-900} ingest_reps=${INGEST_REPS:-3}
+ds_series=${DS_SERIES:-1000} ds_rounds=${DS_ROUNDS:-360} ingest_rounds=${INGEST_ROUNDS:-2000} ingest_reps=${INGEST_REPS:-3}
+ingest_rounds_200=${INGEST_ROUNDS_200:-$ingest_rounds} ingest_shapes=${INGEST_SHAPES:-2000x4xds 200x4xds 200x16xds 2000x4xwide}
 read_reps=${READ_REPS:-10} read_streamed_reps=${READ_STREAMED_REPS:-100} read_rounds=${READ_ROUNDS:-3} read_warmup=${READ_WARMUP:-20s}
 hist_series=${HIST_SERIES:-200} hist_rounds=${HIST_ROUNDS:-480}
 import_series=${IMPORT_SERIES:-10000} import_hours=${IMPORT_HOURS:-8}
@@ -252,6 +258,53 @@ bench_import_opentsdb() {
   rec import-opentsdb-bytes "$bt" compact -root "$hbase_root" "${prefix}oi-prom-data"
 }
 
+# --- ingest: more of the same series, until durable --------------------------
+# bench_ingest: the shapes below into the adapter at adapter_url and the TSD
+# at tsd_url, each on its own tables.
+bench_ingest() {
+  # From now on, 15 s apart: neither OpenTSDB (it compacts rows whose hour began
+  # over an hour ago) nor the compactor (closed hours only) compacts these rows
+  # while the clock runs, so both figures are ingest alone.
+  ingest_start=$(($(date +%s) * 1000))
+  # Untimed first: the TSD was restarted for the reads and its JVM compiles
+  # the write path during its first samples. The wide set's series get their
+  # UIDs here too, so that its timed runs measure samples, not new series.
+  warm=$((ingest_rounds / 3))
+  wide_series=$((ds_series * 10))
+  for t in "adapter=$adapter_url" "opentsdb=$tsd_url"; do
+    "$bt" load -target "$t" -run ds -series "$ds_series" -start "$ingest_start" -step "$step_ms" -rounds "$warm" > /dev/null
+    "$bt" load -target "$t" -run wide -series "$wide_series" -start "$ingest_start" -step "$step_ms" -rounds $((warm / 10)) > /dev/null
+  done
+  declare -A skip=([ds]=$warm [wide]=$((warm / 10)))
+  # INGEST_REPS runs of each system, taking turns to go first: HBase's state
+  # moves while it ingests (its compiler, its memstores, their flushes), and a
+  # system that always went second would always meet the state the other left
+  # behind. The report takes the median of each.
+  # A shape is samples per request x requests in flight x data set. The
+  # loader's shards split the series between them as Prometheus's do, so with
+  # DS_SERIES series a request of 2,000 carries 8 samples of each of its
+  # series (4 shards of 250); the wide set, ten times the series, carries one
+  # sample per series, which is what Prometheus sends in its steady state
+  # (more series per shard than samples per request).
+  for shape in $ingest_shapes; do
+    IFS=x read -r per conc set <<< "$shape"
+    n=$ds_series r=$ingest_rounds
+    [[ $per == 200 ]] && r=$ingest_rounds_200
+    [[ $set == wide ]] && n=$wide_series r=$((r / 10))
+    for ((rep = 1; rep <= ingest_reps; rep++)); do
+      say "ingest at $per samples per request, $conc in flight, $n series, $rep of $ingest_reps"
+      order=(adapter opentsdb)
+      ((rep % 2 == 0)) && order=(opentsdb adapter)
+      for t in "${order[@]}"; do
+        who=(-target "adapter=$adapter_url" -pid "adapter=$adapter_pid")
+        [[ $t == opentsdb ]] && who=(-target "opentsdb=$tsd_url" -pid "tsd=$tsd_pid")
+        rec "ingest rep=$rep" "$bt" ingest "${who[@]}" -pid "hbase=$hbase_pid" -run "$set" -series "$n" -start "$ingest_start" \
+          -step "$step_ms" -rounds "$r" -skip-rounds "${skip[$set]}" -samples-per-request "$per" -concurrency "$conc"
+        skip[$set]=$((skip[$set] + r))
+      done
+    done
+  done
+}
 began=$SECONDS
 case ${BENCH_ONLY:-} in
   import | import-opentsdb)
@@ -260,6 +313,21 @@ case ${BENCH_ONLY:-} in
     echo "Command: \`BENCH_ONLY=$BENCH_ONLY make bench\`. Machine: $machine. Run $(date -u '+%F %H:%M') UTC, $(((SECONDS - began) / 60)) min $(((SECONDS - began) % 60)) s; load average $load_before at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end."
     echo
     "$bt" report -only "$BENCH_ONLY" "$results"
+    exit 0
+    ;;
+  ingest)
+    # The ingest step alone, on fresh tables, the compactor running as in
+    # the full run: what the full run measures after its reads, minutes
+    # sooner (HBase holds only these tables' memstores).
+    flags=()
+    [[ -n $has_compactor ]] && flags=("${compactor_flags[@]}")
+    start_adapter ds "${prefix}ds-" "${flags[@]}"
+    start_tsd ds "${prefix}ds-"
+    bench_ingest
+    echo
+    echo "Command: \`BENCH_ONLY=ingest make bench\` (INGEST_SHAPES=\"$ingest_shapes\", INGEST_ROUNDS=$ingest_rounds, INGEST_ROUNDS_200=$ingest_rounds_200, INGEST_REPS=$ingest_reps). Machine: $machine. Run $(date -u '+%F %H:%M') UTC, $(((SECONDS - began) / 60)) min $(((SECONDS - began) % 60)) s; load average $load_before at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end."
+    echo
+    "$bt" report -only ingest "$results"
     exit 0
     ;;
 esac
@@ -397,49 +465,8 @@ rec read "$bt" read -target "opentsdb=$tsd_url" "${ds[@]}" -rounds "$ds_rounds" 
 # The XOR-only adapter has read; its compactor's passes stay out of the ingest.
 [[ -z ${xor_pid:-} ]] || stop_pid "$xor_pid"
 
-# --- ingest: more of the same series, until durable --------------------------
-# From now on, 15 s apart: neither OpenTSDB (it compacts rows whose hour began
-# over an hour ago) nor the compactor (closed hours only) compacts these rows
-# while the clock runs, so both figures are ingest alone.
-ingest_start=$(($(date +%s) * 1000))
-# Untimed first: the TSD was restarted for the reads and its JVM compiles
-# the write path during its first samples. The wide set's series get their
-# UIDs here too, so that its timed runs measure samples, not new series.
-warm=$((ingest_rounds / 3))
-wide_series=$((ds_series * 10))
-for t in "adapter=$adapter_url" "opentsdb=$tsd_url"; do
-  "$bt" load -target "$t" -run ds -series "$ds_series" -start "$ingest_start" -step "$step_ms" -rounds "$warm" > /dev/null
-  "$bt" load -target "$t" -run wide -series "$wide_series" -start "$ingest_start" -step "$step_ms" -rounds $((warm / 10)) > /dev/null
-done
-declare -A skip=([ds]=$warm [wide]=$((warm / 10)))
-# INGEST_REPS runs of each system, taking turns to go first: HBase's state
-# moves while it ingests (its compiler, its memstores, their flushes), and a
-# system that always went second would always meet the state the other left
-# behind. The report takes the median of each.
-# A shape is samples per request x requests in flight x data set. The
-# loader's shards split the series between them as Prometheus's do, so with
-# DS_SERIES series a request of 2,000 carries 8 samples of each of its
-# series (4 shards of 250); the wide set, ten times the series, carries one
-# sample per series, which is what Prometheus sends in its steady state
-# (more series per shard than samples per request).
-for shape in 2000x4xds 200x4xds 200x16xds 2000x4xwide; do
-  IFS=x read -r per conc set <<< "$shape"
-  n=$ds_series r=$ingest_rounds
-  [[ $per == 200 ]] && r=$((ingest_rounds / 2))
-  [[ $set == wide ]] && n=$wide_series r=$((r / 10))
-  for ((rep = 1; rep <= ingest_reps; rep++)); do
-    say "ingest at $per samples per request, $conc in flight, $n series, $rep of $ingest_reps"
-    order=(adapter opentsdb)
-    ((rep % 2 == 0)) && order=(opentsdb adapter)
-    for t in "${order[@]}"; do
-      who=(-target "adapter=$adapter_url" -pid "adapter=$adapter_pid")
-      [[ $t == opentsdb ]] && who=(-target "opentsdb=$tsd_url" -pid "tsd=$tsd_pid")
-      rec "ingest rep=$rep" "$bt" ingest "${who[@]}" -pid "hbase=$hbase_pid" -run "$set" -series "$n" -start "$ingest_start" \
-        -step "$step_ms" -rounds "$r" -skip-rounds "${skip[$set]}" -samples-per-request "$per" -concurrency "$conc"
-      skip[$set]=$((skip[$set] + r))
-    done
-  done
-done
+# --- ingest: more of the same series, until durable (bench_ingest above) ---
+bench_ingest
 
 # The adapter of the reads and ingest stays up; the histogram one is its own.
 ((hist_series == 0)) || bench_histograms

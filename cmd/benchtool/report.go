@@ -83,10 +83,10 @@ func parseRecords(in io.Reader) (records, error) {
 func runReport(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ExitOnError)
 	samples := fs.Float64("samples", 0, "samples of the disk-usage data set")
-	only := fs.String("only", "", "print only this table: histograms, import or import-opentsdb")
+	only := fs.String("only", "", "print only this table: histograms, ingest, import or import-opentsdb")
 	_ = fs.Parse(args)
 	if fs.NArg() != 1 || (*samples == 0 && *only == "") {
-		return errors.New("usage: benchtool report [-samples N | -only histograms|import|import-opentsdb] RESULTS_FILE")
+		return errors.New("usage: benchtool report [-samples N | -only histograms|ingest|import|import-opentsdb] RESULTS_FILE")
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
@@ -103,6 +103,9 @@ func runReport(args []string) error {
 		return nil
 	case "import-opentsdb":
 		reportImportOpenTSDB(rs)
+		return nil
+	case "ingest":
+		reportIngest(rs)
 		return nil
 	case "":
 		reportCold(rs)
@@ -260,14 +263,14 @@ func reportRead(rs records) {
 func reportIngest(rs records) {
 	fmt.Println("Ingest until durable (CPU: adapter + HBase against TSD + HBase; the median of the runs, the two systems taking turns to go first; the range of the ratios of the runs in brackets; samples per series in a request as the loader's shards split the series, one shard per request in flight):")
 	fmt.Println()
-	fmt.Println("| samples/request | in flight | series | samples of a series per request | runs | adapter samples/s | OpenTSDB samples/s | adapter / OpenTSDB | adapter+HBase CPU-s per M samples | TSD+HBase CPU-s per M samples | adapter / OpenTSDB |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| samples/request | in flight | series | samples of a series per request | runs | samples a run | adapter samples/s | OpenTSDB samples/s | adapter / OpenTSDB | adapter+HBase CPU-s per M samples | TSD+HBase CPU-s per M samples | adapter / OpenTSDB |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, sh := range ingestShapes(rs) {
 		a, o := sh.runs(rs, "adapter"), sh.runs(rs, "opentsdb")
 		ar, or := median(a, "samples_per_sec"), median(o, "samples_per_sec")
 		ac, oc := median(a, "cpu_s_total_per_million"), median(o, "cpu_s_total_per_million")
-		fmt.Printf("| %s | %s | %s | %s | %d | %s | %s | %s%s | %s | %s | %s%s |\n", sh.per, sh.conc, sh.series, sh.perSeries(), min(len(a), len(o)),
-			fig(ar, 0), fig(or, 0), ratio(ar, or), ratioRange(a, o, "samples_per_sec"),
+		fmt.Printf("| %s | %s | %s | %s | %d | %s | %s | %s | %s%s | %s | %s | %s%s |\n", sh.per, sh.conc, sh.series, sh.perSeries(), min(len(a), len(o)),
+			fig(median(a, "samples"), 0), fig(ar, 0), fig(or, 0), ratio(ar, or), ratioRange(a, o, "samples_per_sec"),
 			fig(ac, 1), fig(oc, 1), ratio(ac, oc), ratioRange(a, o, "cpu_s_total_per_million"))
 	}
 	fmt.Println()

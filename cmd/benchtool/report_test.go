@@ -49,7 +49,7 @@ step=ingest rep=1 target=adapter samples_per_request=2000 samples_per_sec=1
 // per request, requests in flight, series), in the order they first ran;
 // runs that do not say their concurrency ran 4.
 func TestIngestShapes(t *testing.T) {
-	in := `step=ingest rep=1 target=adapter samples_per_request=200 series=1000 samples_per_sec=60000 cpu_s_total_per_million=10
+	in := `step=ingest rep=1 target=adapter samples_per_request=200 series=1000 samples=450000 samples_per_sec=60000 cpu_s_total_per_million=10
 step=ingest rep=1 target=opentsdb samples_per_request=200 series=1000 samples_per_sec=50000 cpu_s_total_per_million=20
 step=ingest rep=1 target=adapter samples_per_request=200 concurrency=16 series=1000 samples_per_sec=150000 cpu_s_total_per_million=5
 step=ingest rep=1 target=opentsdb samples_per_request=200 concurrency=16 series=1000 samples_per_sec=100000 cpu_s_total_per_million=10
@@ -63,10 +63,10 @@ step=ingest rep=1 target=adapter samples_per_request=2000 concurrency=4 series=1
 	}
 	out := captureStdout(t, func() { reportIngest(rs) })
 	rows := []string{
-		"| 200 | 4 | 1000 | 1 | 1 | 60000 | 50000 | 1.20 | 10.0 | 20.0 | 0.50 |",
-		"| 200 | 16 | 1000 | 3.2 | 1 | 150000 | 100000 | 1.50 | 5.0 | 10.0 | 0.50 |",
-		"| 2000 | 4 | 10000 | 1 | 1 | 300000 | 100000 | 3.00 | 4.0 | 10.0 | 0.40 |",
-		"| 2000 | 4 | 1000 | 8 | 0 | 400000 |",
+		"| 200 | 4 | 1000 | 1 | 1 | 450000 | 60000 | 50000 | 1.20 | 10.0 | 20.0 | 0.50 |",
+		"| 200 | 16 | 1000 | 3.2 | 1 | n/a | 150000 | 100000 | 1.50 | 5.0 | 10.0 | 0.50 |",
+		"| 2000 | 4 | 10000 | 1 | 1 | n/a | 300000 | 100000 | 3.00 | 4.0 | 10.0 | 0.40 |",
+		"| 2000 | 4 | 1000 | 8 | 0 | n/a | 400000 |",
 	}
 	last := -1
 	for _, want := range rows {
