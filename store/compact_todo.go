@@ -74,8 +74,18 @@ type todoList struct {
 	now    func() time.Time
 
 	mu        sync.RWMutex
-	marked    map[string]int64 // row-key prefix -> when its mark was written, unix ms
+	marked    map[markKey]int64 // row-key prefix -> when its mark was written, unix ms
 	lastPrune int64
+}
+
+// markKey is a row key's prefix naming a (bucket, metric, hour), at most 13
+// bytes (rowkey.Layout.HeaderWidth), zero-padded: a map key that costs no
+// allocation where a string of the bytes costs one a new hour's mark.
+type markKey [16]byte
+
+func markKeyOf(prefix []byte) (k markKey) {
+	copy(k[:], prefix)
+	return k
 }
 
 // openTodo opens (creating it if needed) the compaction table.
@@ -88,7 +98,7 @@ func openTodo(ctx context.Context, db table.DB, cfg Config) (*todoList, error) {
 	td := &todoList{
 		t: t, id: newProcessID(),
 		prefix: l.HeaderWidth(), salt: l.SaltWidth(), metric: l.MetricWidth,
-		now: time.Now, marked: map[string]int64{},
+		now: time.Now, marked: map[markKey]int64{},
 	}
 	return td, nil
 }
@@ -127,7 +137,7 @@ func (td *todoList) note(ctx context.Context, cells []table.Cell) error {
 			continue
 		}
 		prev = row[:td.prefix]
-		if at, ok := td.marked[string(prev)]; ok && now-at < MarkRefresh.Milliseconds() {
+		if at, ok := td.marked[markKeyOf(prev)]; ok && now-at < MarkRefresh.Milliseconds() {
 			continue
 		}
 		dup := false
@@ -145,9 +155,12 @@ func (td *todoList) note(ctx context.Context, cells []table.Cell) error {
 	if len(todo) == 0 {
 		return nil
 	}
+	// One buffer holds every mark's row and qualifier: a write that enters
+	// a new hour marks each of its (bucket, metric)s, hundreds at once.
 	marks := make([]table.Cell, len(todo))
+	buf := make([]byte, 0, len(todo)*td.markLen())
 	for i, p := range todo {
-		marks[i] = td.markCell(p, td.clock.next(now))
+		marks[i], buf = td.appendMark(buf, p, td.clock.next(now))
 	}
 	if err := td.t.Put(ctx, marks); err != nil {
 		return fmt.Errorf("mark %d bucket-hours for compaction: %w", len(marks), err)
@@ -155,7 +168,7 @@ func (td *todoList) note(ctx context.Context, cells []table.Cell) error {
 	td.mu.Lock()
 	defer td.mu.Unlock()
 	for _, p := range todo {
-		td.marked[string(p)] = now
+		td.marked[markKeyOf(p)] = now
 	}
 	if now-td.lastPrune > MarkRefresh.Milliseconds() {
 		for k, at := range td.marked {
@@ -178,20 +191,29 @@ func parseMark(q []byte, metricWidth int) (kind byte, metric uint64, ok bool) {
 	return q[0], uid.Decode(q[1 : 1+metricWidth]), true
 }
 
-// markCell is the mark of the data rows whose keys start with prefix (salt,
-// metric UID, base hour).
-func (td *todoList) markCell(prefix []byte, ts int64) table.Cell {
+// markValue is every mark's value; marks share it, and nothing writes
+// into a cell's value once it is built.
+var markValue = []byte{1}
+
+// markLen is the bytes appendMark appends for one mark.
+func (td *todoList) markLen() int { return 4 + 1 + 1 + td.metric + idLen }
+
+// appendMark returns the mark of the data rows whose keys start with prefix
+// (salt, metric UID, base hour), its row and qualifier appended to buf.
+func (td *todoList) appendMark(buf, prefix []byte, ts int64) (table.Cell, []byte) {
 	salt := byte(0)
 	if td.salt == 1 {
 		salt = prefix[0]
 	}
 	metric := prefix[td.salt : td.salt+td.metric]
 	hour := prefix[td.salt+td.metric : td.prefix]
-	row := make([]byte, 0, 5)
-	row = append(append(row, hour...), salt)
-	q := make([]byte, 0, 1+len(metric)+idLen)
-	q = append(append(append(q, markPrefix), metric...), td.id[:]...)
-	return table.Cell{Row: row, Family: familyCompact, Qualifier: q, Timestamp: ts, Value: []byte{1}}
+	at := len(buf)
+	buf = append(append(buf, hour...), salt)
+	row := buf[at:len(buf):len(buf)]
+	at = len(buf)
+	buf = append(append(append(buf, markPrefix), metric...), td.id[:]...)
+	q := buf[at:len(buf):len(buf)]
+	return table.Cell{Row: row, Family: familyCompact, Qualifier: q, Timestamp: ts, Value: markValue}, buf
 }
 
 // todoKey is the compaction table's row of a bucket-hour.
