@@ -90,6 +90,9 @@ func markKeyOf(prefix []byte) (k markKey) {
 
 // openTodo opens (creating it if needed) the compaction table.
 func openTodo(ctx context.Context, db table.DB, cfg Config) (*todoList, error) {
+	if w := cfg.Layout.HeaderWidth(); w > len(markKey{}) {
+		return nil, fmt.Errorf("open compaction table: row keys of %d-byte prefixes (salt, metric, hour), more than the %d a mark's key holds", w, len(markKey{}))
+	}
 	t, err := table.EnsureTable(ctx, db, compactTableSpec(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("open compaction table: %w", err)
