@@ -2,7 +2,7 @@
 # `make bench`: the adapter next to OpenTSDB 2.4.1 on the same HBase and next
 # to Prometheus's own receiver and remote read, same data, same run. Prints
 # every figure as it is taken, then the Markdown tables of BENCHMARKS.md with
-# the ratios. About 25 minutes on 2 cores, plus HBase's start and the builds.
+# the ratios. About 20 minutes on 2 cores, plus HBase's start and the builds.
 #
 #   scripts/bench.sh
 #
@@ -41,8 +41,9 @@
 #   ingest  after an untimed third, INGEST_ROUNDS more rounds of the same
 #           series (from now on) at 2,000 samples per request, then
 #           INGEST_ROUNDS_200 at 200, 4 in flight, until durable (2 million
-#           samples a run each: runs that span several of HBase's memstore
-#           flushes, as a run of 0.45 million did not); then 200 per request again
+#           samples a run each, 10-30 s: each run spans one or more of HBase's
+#           memstore flushes, where one of 0.45 million, 3-5 s, was decided
+#           by whether one fell into it); then 200 per request again
 #           with 16 in flight (Prometheus's queue manager runs up to 50
 #           shards, each a request in flight), and 2,000 per request over
 #           ten times the series (one sample per series in a request, as
