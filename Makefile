@@ -26,7 +26,7 @@ hbase-stop:
 	scripts/hbase.sh stop
 
 # The adapter against OpenTSDB 2.4.1 and Prometheus on the same data in one
-# run, as ratios (BENCHMARKS.md); 5-10 minutes plus HBase's start; starts what
+# run, as ratios (BENCHMARKS.md); about 20 minutes plus HBase's start; starts what
 # it needs (HBASE_RUN_DIR=... uses a running scripts/hbase.sh HBase).
 bench:
 	scripts/bench.sh
