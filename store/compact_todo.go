@@ -199,7 +199,7 @@ func parseMark(q []byte, metricWidth int) (kind byte, metric uint64, ok bool) {
 var markValue = []byte{1}
 
 // markLen is the bytes appendMark appends for one mark.
-func (td *todoList) markLen() int { return 4 + 1 + 1 + td.metric + idLen }
+func (td *todoList) markLen() int { return todoKeyLen + 1 + td.metric + idLen }
 
 // appendMark returns the mark of the data rows whose keys start with prefix
 // (salt, metric UID, base hour), its row and qualifier appended to buf.
@@ -209,9 +209,9 @@ func (td *todoList) appendMark(buf, prefix []byte, ts int64) (table.Cell, []byte
 		salt = prefix[0]
 	}
 	metric := prefix[td.salt : td.salt+td.metric]
-	hour := prefix[td.salt+td.metric : td.prefix]
+	hour := binary.BigEndian.Uint32(prefix[td.salt+td.metric : td.prefix])
 	at := len(buf)
-	buf = append(append(buf, hour...), salt)
+	buf = appendTodoKey(buf, hour, salt)
 	row := buf[at:len(buf):len(buf)]
 	at = len(buf)
 	buf = append(append(append(buf, markPrefix), metric...), td.id[:]...)
@@ -221,8 +221,16 @@ func (td *todoList) appendMark(buf, prefix []byte, ts int64) (table.Cell, []byte
 
 // todoKey is the compaction table's row of a bucket-hour.
 func todoKey(hour uint32, salt byte) []byte {
-	return append(binary.BigEndian.AppendUint32(make([]byte, 0, 5), hour), salt)
+	return appendTodoKey(make([]byte, 0, todoKeyLen), hour, salt)
 }
+
+// appendTodoKey appends todoKey(hour, salt) to dst.
+func appendTodoKey(dst []byte, hour uint32, salt byte) []byte {
+	return append(binary.BigEndian.AppendUint32(dst, hour), salt)
+}
+
+// todoKeyLen is the length of a todoKey: the base hour, then the bucket.
+const todoKeyLen = 5
 
 // parseTodoKey splits a compaction table row key.
 func parseTodoKey(key []byte) (hour uint32, salt byte, ok bool) {
