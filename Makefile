@@ -8,8 +8,9 @@ build:
 	go build -o bin/adapter ./cmd/adapter
 
 # Every test: static checks, unit tests, the storage conformance suite and the
-# HBase client tests against a real HBase, and the end-to-end suite with a real
-# Prometheus. Starts and stops everything it needs.
+# HBase client tests against a real HBase, the end-to-end suite with a real
+# Prometheus, and the fault tests on a two-region-server HBase (test-faults).
+# Starts and stops everything it needs.
 test:
 	scripts/test.sh
 
@@ -40,8 +41,9 @@ compose-test:
 	scripts/compose-test.sh
 
 # Fault tests of the HBase client on a two-region-server HBase started for the
-# run (about 7 minutes): a region server frozen, killed, regions moved and
-# split under a write load; 0 acknowledged writes may be lost.
+# run (about 7 minutes; the last part of make test): a region server frozen,
+# killed, regions moved and split under a write load; 0 acknowledged writes
+# may be lost.
 .PHONY: test-faults
 test-faults:
 	scripts/test-faults.sh

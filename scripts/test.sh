@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test run (`make test`): static checks, then every package's tests
 # against one real HBase started for the run, then the end-to-end suite with a
-# real Prometheus. HBase is stopped at the end, also on failure or interrupt.
+# real Prometheus, then the fault tests on a two-region-server HBase cluster
+# (scripts/test-faults.sh). Each HBase is stopped when its part ends, also on
+# failure or interrupt.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -43,4 +45,11 @@ echo "== adapter binary and end-to-end (these stop and resume HBase)"
 export PROMHBASE_TEST_HBASE_RUN_DIR=$HBASE_RUN_DIR
 go test -count=1 -p 1 -timeout 30m -v $(go list ./... | grep -E "$serial") 2>&1 \
   | grep -Ev '^(=== (RUN|PAUSE|CONT|NAME)|\s*--- PASS|PASS$)' || status=$?
+
+echo "== fault tests: a region server frozen, killed, regions moved and split (about 7 minutes)"
+# Without them here, nothing that CI runs kills a region server: the
+# clustertest package skips itself outside a cluster. The standalone HBase
+# is stopped first; the cluster's four JVMs get the machine.
+cleanup
+HBASE_RUN_DIR=$PWD/.hbase-cluster scripts/test-faults.sh || status=$?
 exit $status
