@@ -50,6 +50,19 @@ type writeRequest struct {
 	numExemplars int
 
 	intern interner
+
+	// cache is the handler's series cache for this request (1.0 only), or
+	// nil; learn lists the series decoded without it whose label bytes it
+	// may learn once the store has reported their IDs.
+	cache                  *seriesCache
+	learn                  []learnSeries
+	cacheHits, cacheMisses int
+}
+
+// learnSeries is series[i] of a request, whose label fields are key.
+type learnSeries struct {
+	i   int
+	key []byte // in the decompressed body
 }
 
 func (r *writeRequest) reset() {
@@ -67,6 +80,9 @@ func (r *writeRequest) reset() {
 	r.ints = r.ints[:0]
 	r.floats = r.floats[:0]
 	r.numHistograms, r.numExemplars, r.badHistogram = 0, 0, nil
+	clear(r.learn)
+	r.learn = r.learn[:0]
+	r.cacheHits, r.cacheMisses = 0, 0
 }
 
 // grow sizes the arenas for a request of shape s.
@@ -158,6 +174,19 @@ func (r *writeRequest) decodeV1Sized(b []byte, s shape) error {
 func (r *writeRequest) decodeV1Series(b []byte) error {
 	start := r.start()
 	histograms := 0
+	var (
+		key    []byte
+		cached cachedSeries
+		hit    bool
+	)
+	if r.cache != nil {
+		if n, ok := labelPrefix(b); ok && n > 0 {
+			key = b[:n]
+			if cached, hit = r.cache.get(key); hit {
+				b = b[n:] // the labels are the entry's
+			}
+		}
+	}
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -201,7 +230,44 @@ func (r *writeRequest) decodeV1Series(b []byte) error {
 		}
 	}
 	r.addSeries(start)
+	switch s := &r.series[len(r.series)-1]; {
+	case hit:
+		s.Labels, s.ID = cached.labels, cached.id
+		r.cacheHits++
+	case key != nil:
+		s.ReportID = true
+		r.learn = append(r.learn, learnSeries{i: len(r.series) - 1, key: key})
+		r.cacheMisses++
+	}
 	return nil
+}
+
+// labelPrefix returns the length of the label fields (1) that begin the
+// TimeSeries message b, and whether no label field follows them: then
+// those bytes alone, as sent, name the series. Prometheus writes the labels
+// first; a sender that interleaves them is decoded without the cache.
+func labelPrefix(b []byte) (n int, ok bool) {
+	inPrefix := true
+	for off := 0; off < len(b); {
+		num, typ, m := protowire.ConsumeTag(b[off:])
+		if m < 0 {
+			return 0, false
+		}
+		v := protowire.ConsumeFieldValue(num, typ, b[off+m:])
+		if v < 0 {
+			return 0, false
+		}
+		if num == 1 {
+			if !inPrefix {
+				return 0, false
+			}
+			n = off + m + v
+		} else {
+			inPrefix = false
+		}
+		off += m + v
+	}
+	return n, true
 }
 
 func (r *writeRequest) decodeV1Label(b []byte) (name, value string, err error) {

@@ -92,10 +92,10 @@ func BenchmarkDecodeHistograms(b *testing.B) {
 // histograms/s here.)
 func BenchmarkWriteHandlerHistograms(b *testing.B) {
 	b.Run("v1", func(b *testing.B) {
-		benchWrite(b, nopStore{}, hdrV1, [][]byte{encodeV1(b, toV1Hist(benchHistogramSeries(0, false)), nil)})
+		benchWrite(b, nopStore{}, WriteConfig{}, hdrV1, [][]byte{encodeV1(b, toV1Hist(benchHistogramSeries(0, false)), nil)})
 	})
 	b.Run("v2", func(b *testing.B) {
-		benchWrite(b, nopStore{}, hdrV2, [][]byte{encodeV2(b, toV2Hist(benchHistogramSeries(0, false)))})
+		benchWrite(b, nopStore{}, WriteConfig{}, hdrV2, [][]byte{encodeV2(b, toV2Hist(benchHistogramSeries(0, false)))})
 	})
 }
 

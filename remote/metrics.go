@@ -25,6 +25,8 @@ type Metrics struct {
 	duration           *prometheus.HistogramVec
 	inFlight           *prometheus.GaugeVec
 	bytesInFlight      prometheus.Gauge
+	seriesCacheHits    prometheus.Counter
+	seriesCacheMisses  prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: not
@@ -82,6 +84,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "promhbase_write_bytes_in_flight",
 			Help: "Bytes reserved by the remote-write requests being served (bodies, decompressed bodies, decoded series), bounded by --write.max-bytes-in-flight.",
 		}),
+		seriesCacheHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_write_series_cache_hits_total",
+			Help: "Remote-write 1.0 series found in the series cache (--write.series-cache-bytes): neither decoded, checked nor resolved again.",
+		}),
+		seriesCacheMisses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "promhbase_write_series_cache_misses_total",
+			Help: "Remote-write 1.0 series looked up in the series cache and not found there.",
+		}),
 	}
 	for _, r := range append([]string{reasonStorage, reasonStoreInvalid, reasonUIDExhausted}, seriesrules.Reasons...) {
 		m.samplesRejected.WithLabelValues(r)
@@ -90,7 +100,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.samplesReceived, m.samplesWritten, m.samplesRejected,
 			m.histogramsReceived, m.histogramsWritten, m.histogramsRejected, m.exemplarsDropped,
-			m.samplesRead, m.histogramsRead, m.duration, m.inFlight, m.bytesInFlight)
+			m.samplesRead, m.histogramsRead, m.duration, m.inFlight, m.bytesInFlight,
+			m.seriesCacheHits, m.seriesCacheMisses)
 	}
 	return m
 }

@@ -38,6 +38,11 @@ type WriteConfig struct {
 	// Timeout bounds the time the store may take to acknowledge a request;
 	// past it the sender gets 503 and retries (default 30s).
 	Timeout time.Duration
+	// SeriesCacheBytes bounds the cache of the remote-write 1.0 series
+	// seen before (seriesCache); 0 means no cache. The store written to
+	// must report series IDs (store.SeriesIn.ReportID), as *store.Store
+	// does; with another it stays empty.
+	SeriesCacheBytes int64
 	Limits
 }
 
@@ -84,6 +89,7 @@ type writeHandler struct {
 	logger   *slog.Logger
 	pool     sync.Pool // *pooledWrite
 	inFlight *inFlight
+	cache    *seriesCache // nil: none
 }
 
 // pooledWrite is everything one request needs, reused across requests.
@@ -102,7 +108,8 @@ func NewWriteHandler(app store.Appender, cfg WriteConfig, m *Metrics, logger *sl
 
 func newWriteHandler(app store.Appender, cfg WriteConfig, m *Metrics, logger *slog.Logger) *writeHandler {
 	cfg.setDefaults()
-	h := &writeHandler{app: app, cfg: cfg, m: m, logger: logger, inFlight: newInFlight(cfg.MaxBytesInFlight, m.bytesInFlight)}
+	h := &writeHandler{app: app, cfg: cfg, m: m, logger: logger, inFlight: newInFlight(cfg.MaxBytesInFlight, m.bytesInFlight),
+		cache: newSeriesCache(cfg.SeriesCacheBytes)}
 	h.pool.New = func() any { return new(pooledWrite) }
 	return h
 }
@@ -301,9 +308,13 @@ func (h *writeHandler) decode(pw *pooledWrite, resv *reservation, msg string) (*
 	}
 	req := &pw.req
 	if v2 {
+		req.cache = nil
 		err = req.decodeV2Sized(pw.decoded, sh)
 	} else {
+		req.cache = h.cache
 		err = req.decodeV1Sized(pw.decoded, sh)
+		h.m.seriesCacheHits.Add(float64(req.cacheHits))
+		h.m.seriesCacheMisses.Add(float64(req.cacheMisses))
 	}
 	if err != nil {
 		return nil, errorf(http.StatusBadRequest, "decoding %s: %v", msg, err)
@@ -334,6 +345,9 @@ func (h *writeHandler) write(ctx context.Context, res writeResult, req *writeReq
 	var refused *store.RefusedError
 	if len(req.series) > 0 {
 		running, err := h.callStore(ctx, func(ctx context.Context) error { return h.app.Write(ctx, req.series) })
+		if running == nil {
+			h.learn(req)
+		}
 		switch {
 		case errors.As(err, &refused):
 			// The other series are durable: a partial write, answered 400
@@ -373,6 +387,17 @@ func (h *writeHandler) write(ctx context.Context, res writeResult, req *writeReq
 	// as written only in a 2xx answer, when every series was.
 	res.code, res.exemplars = http.StatusNoContent, req.numExemplars
 	return res, nil
+}
+
+// learn puts in the series cache the series of req that the store
+// resolved (and reported the IDs of) without it. Called only once the
+// store has returned: until then it may still set IDs.
+func (h *writeHandler) learn(req *writeRequest) {
+	for _, l := range req.learn {
+		if s := &req.series[l.i]; s.ID != nil {
+			h.cache.put(l.key, s.Labels, s.ID)
+		}
+	}
 }
 
 // callStore runs a store call under ctx and returns by the deadline even if

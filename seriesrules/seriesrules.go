@@ -92,6 +92,13 @@ func CheckSeries(ls []labels.Label, samples, histograms int, lim Limits) *Violat
 	if v := CheckLabels(ls, lim); v != nil {
 		return v
 	}
+	return CheckSamples(samples, histograms)
+}
+
+// CheckSamples is CheckSeries's rule on what a series carries: at least one
+// float sample or histogram. It is the whole check of a series whose labels
+// passed CheckLabels before, under the same limits.
+func CheckSamples(samples, histograms int) *Violation {
 	if samples == 0 && histograms == 0 {
 		return violation(ReasonNoSamples, "series has no samples: at least one sample or histogram is required")
 	}

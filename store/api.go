@@ -141,4 +141,15 @@ type SeriesIn struct {
 	Labels     []labels.Label
 	Samples    []Sample
 	Histograms []HistogramSample
+	// ID is the series ID that this store reported for Labels in an
+	// earlier write (ReportID), or nil. With an ID, Write neither checks
+	// Labels against the label rules again nor looks up their UIDs: the
+	// caller vouches that Labels are the ones the ID was reported for
+	// (they still name the series in errors). UIDs never change once
+	// assigned, so an ID stays valid for the life of the tables.
+	ID []byte
+	// ReportID asks Write to set ID, a slice of its own, once it has
+	// resolved Labels: for every series it did not refuse, whether or not
+	// the write itself then succeeds.
+	ReportID bool
 }

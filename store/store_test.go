@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -215,4 +216,59 @@ func TestWriteMetadata(t *testing.T) {
 	if err := s.WriteMetadata(ctx, []Metadata{{MetricFamilyName: ""}}); !errors.Is(err, ErrInvalidInput) {
 		t.Errorf("empty family name: err = %v", err)
 	}
+}
+
+// TestWriteSeriesID: a write reports the series IDs it is asked for, and a
+// write that passes them back stores the samples in the same series as its
+// labels would, without checking them again; what a series carries is
+// still checked, and errors still name it by its labels.
+func TestWriteSeriesID(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
+		ctx := context.Background()
+		s := openStore(t, db, Config{TablePrefix: prefix})
+		base := 1_700_000_000_000 / hour * hour
+		a := lbls("__name__", "up", "job", "a", "empty", "")
+		batch := []SeriesIn{
+			{Labels: a, Samples: []Sample{{T: base, V: 1}}, ReportID: true},
+			{Labels: lbls("__name__", "up", "job", "b"), Samples: []Sample{{T: base, V: 2}}},
+		}
+		if err := s.Write(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		if batch[0].ID == nil || batch[1].ID != nil {
+			t.Fatalf("IDs after the write: %x (asked for), %x (not asked for)", batch[0].ID, batch[1].ID)
+		}
+		id := batch[0].ID
+		again := []SeriesIn{{Labels: a, ID: id, Samples: []Sample{{T: base + hour, V: 3}}, ReportID: true}}
+		if err := s.Write(ctx, again); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again[0].ID, id) {
+			t.Errorf("a series written with its ID reports %x, want it unchanged (%x)", again[0].ID, id)
+		}
+		// With an ID the labels are the caller's word: unsorted ones, which a
+		// write without the ID refuses, pass, and the samples go to id's series.
+		unsorted := []labels.Label{{Name: "job", Value: "a"}, {Name: "__name__", Value: "up"}}
+		if err := s.Write(ctx, []SeriesIn{{Labels: unsorted, Samples: []Sample{{T: base, V: 9}}}}); !errors.Is(err, ErrInvalidInput) {
+			t.Errorf("unsorted labels without an ID: %v", err)
+		}
+		if err := s.Write(ctx, []SeriesIn{{Labels: unsorted, ID: id, Samples: []Sample{{T: base + 2*hour, V: 4}}}}); err != nil {
+			t.Errorf("unsorted labels with an ID: %v", err)
+		}
+		for _, bad := range []SeriesIn{
+			{Labels: a, ID: id},
+			{Labels: a, ID: id, Samples: []Sample{{T: 1 << 50, V: 5}}},
+		} {
+			err := s.Write(ctx, []SeriesIn{bad})
+			if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), `"job"="a"`) {
+				t.Errorf("%+v: %v, want an invalid-input error naming the series", bad, err)
+			}
+		}
+		got := collect(t, s.Select(ctx, Query{Start: base, End: base + 3*hour, Matchers: []*labels.Matcher{mustMatcher(t, labels.MatchEqual, "__name__", "up")}}))
+		want := "{__name__=\"up\", job=\"a\"} 1699999200000:3ff0000000000000 1700002800000:4008000000000000 1700006400000:4010000000000000\n" +
+			"{__name__=\"up\", job=\"b\"} 1699999200000:4000000000000000\n"
+		if got != want {
+			t.Errorf("got\n%s\nwant\n%s", got, want)
+		}
+	})
 }

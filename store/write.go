@@ -218,6 +218,9 @@ func (s *Store) resolve(ctx context.Context, w *writer, batch []SeriesIn) error 
 		return 0
 	}
 	for i := range batch {
+		if batch[i].ID != nil {
+			continue // resolved by an earlier write
+		}
 		series = i
 		ls := batch[i].Labels
 		metric := ""
@@ -289,6 +292,9 @@ func (s *Store) refusedError(w *writer, batch []SeriesIn) error {
 // skipUIDs returns the position after the UIDs of a series, as appendCells
 // does, without appending its cells.
 func skipUIDs(in *SeriesIn, pos int) int {
+	if in.ID != nil {
+		return pos // resolve took none
+	}
 	pos++ // metric
 	for _, l := range in.Labels {
 		if l.Name != model.MetricNameLabel && l.Value != "" {
@@ -323,9 +329,24 @@ func (s *Store) appendCells(w *writer, in *SeriesIn, pos int) int {
 	return pos
 }
 
-// seriesID sets w.sid to the series ID of a series whose UIDs start at
-// w.uids[pos], and returns the position of the next series' UIDs.
+// seriesID sets w.sid to the series ID of a series, its own ID or the one
+// its UIDs make (from w.uids[pos]; and sets in.ID to a copy when asked to
+// report it), and returns the position of the next series' UIDs.
 func (s *Store) seriesID(w *writer, in *SeriesIn, pos int) int {
+	if in.ID != nil {
+		w.sid = append(w.sid[:0], in.ID...)
+		return pos
+	}
+	pos = s.sidFromUIDs(w, in, pos)
+	if in.ReportID {
+		in.ID = bytes.Clone(w.sid)
+	}
+	return pos
+}
+
+// sidFromUIDs sets w.sid to the series ID that the UIDs of in, from
+// w.uids[pos] on, make, and returns the position of the next series' UIDs.
+func (s *Store) sidFromUIDs(w *writer, in *SeriesIn, pos int) int {
 	metric := w.uids[pos]
 	pos++
 	w.tags = w.tags[:0]
@@ -369,7 +390,14 @@ func (r *rowCursor) cell(w *writer, s *Store, t int64) uint32 {
 // the same the HTTP layer applies, with the store's limits) and that its
 // timestamps fit the row key. The error names the series and the rule.
 func (s *Store) validate(in *SeriesIn) error {
-	if v := seriesrules.CheckSeries(in.Labels, len(in.Samples), len(in.Histograms), s.cfg.limits()); v != nil {
+	var v *seriesrules.Violation
+	if in.ID != nil {
+		// Labels checked when the ID was reported.
+		v = seriesrules.CheckSamples(len(in.Samples), len(in.Histograms))
+	} else {
+		v = seriesrules.CheckSeries(in.Labels, len(in.Samples), len(in.Histograms), s.cfg.limits())
+	}
+	if v != nil {
 		return invalid(in.Labels, v.Rule)
 	}
 	for _, smp := range in.Samples {

@@ -77,6 +77,7 @@ type config struct {
 	maxDecoded    units.Base2Bytes
 	maxReqMemory  units.Base2Bytes
 	maxInFlight   units.Base2Bytes
+	seriesCache   units.Base2Bytes
 	read          remote.ReadConfig
 	maxFrameBytes units.Base2Bytes
 
@@ -103,6 +104,8 @@ func parseFlags(args []string) (*config, error) {
 		Default("128MiB").BytesVar(&c.maxReqMemory)
 	app.Flag("write.max-bytes-in-flight", "Most memory all remote-write requests being served may take, counted as for --write.max-request-memory; beyond it 429 with Retry-After (0: a quarter of the memory available, 64MiB to 4GiB).").
 		Default("0").BytesVar(&c.maxInFlight)
+	app.Flag("write.series-cache-bytes", "Memory for the remote-write 1.0 series seen before, each kept by its label bytes with its labels and series ID so that it is neither decoded, checked nor resolved again (about 600 bytes a series of 6 labels; 0: no cache).").
+		Default("256MiB").BytesVar(&c.seriesCache)
 	app.Flag("write.timeout", "Time the storage has to acknowledge a write before the sender gets 503 and retries.").
 		Default(store.DefaultWriteTimeout.String()).DurationVar(&c.write.Timeout)
 	app.Flag("read.sample-limit", "Most samples in one non-streamed (SAMPLES) remote-read response (0: no limit).").
@@ -121,6 +124,7 @@ func parseFlags(args []string) (*config, error) {
 	c.write.MaxDecodedBytes = int64(c.maxDecoded)
 	c.write.MaxRequestMemory = int64(c.maxReqMemory)
 	c.write.MaxBytesInFlight = int64(c.maxInFlight)
+	c.write.SeriesCacheBytes = int64(c.seriesCache)
 	c.write.Limits = c.limits
 	c.read.MaxBytesInFrame = int(c.maxFrameBytes)
 	if c.read.SampleLimit == 0 {
