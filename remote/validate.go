@@ -51,14 +51,7 @@ func (r *writeRequest) validate(lim Limits) *invalidSeriesError {
 		if bad {
 			histograms++
 		}
-		var v *seriesrules.Violation
-		if s.ID != nil {
-			// From the series cache: its labels passed these rules.
-			v = seriesrules.CheckSamples(len(s.Samples), histograms)
-		} else {
-			v = seriesrules.CheckSeries(s.Labels, len(s.Samples), histograms, lim)
-		}
-		if v != nil {
+		if v := store.CheckRules(&r.series[i], histograms, lim); v != nil {
 			return &invalidSeriesError{index: i, series: s.Labels, Violation: v}
 		}
 		if bad {

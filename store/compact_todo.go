@@ -234,7 +234,7 @@ const todoKeyLen = 5
 
 // parseTodoKey splits a compaction table row key.
 func parseTodoKey(key []byte) (hour uint32, salt byte, ok bool) {
-	if len(key) != 5 {
+	if len(key) != todoKeyLen {
 		return 0, 0, false
 	}
 	return binary.BigEndian.Uint32(key), key[4], true

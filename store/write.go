@@ -390,14 +390,7 @@ func (r *rowCursor) cell(w *writer, s *Store, t int64) uint32 {
 // the same the HTTP layer applies, with the store's limits) and that its
 // timestamps fit the row key. The error names the series and the rule.
 func (s *Store) validate(in *SeriesIn) error {
-	var v *seriesrules.Violation
-	if in.ID != nil {
-		// Labels checked when the ID was reported.
-		v = seriesrules.CheckSamples(len(in.Samples), len(in.Histograms))
-	} else {
-		v = seriesrules.CheckSeries(in.Labels, len(in.Samples), len(in.Histograms), s.cfg.limits())
-	}
-	if v != nil {
+	if v := CheckRules(in, len(in.Histograms), s.cfg.limits()); v != nil {
 		return invalid(in.Labels, v.Rule)
 	}
 	for _, smp := range in.Samples {
@@ -411,6 +404,19 @@ func (s *Store) validate(in *SeriesIn) error {
 		}
 	}
 	return nil
+}
+
+// CheckRules checks a series of a write against the shared series rules
+// under lim, as carrying its samples and histograms (the HTTP layer counts
+// one more for a histogram it could not decode): every rule, or, for a
+// series with an ID, only those on what it carries, its labels having
+// passed them when the ID was reported. The HTTP layer and the store both
+// check with it, each under its own limits.
+func CheckRules(in *SeriesIn, histograms int, lim seriesrules.Limits) *seriesrules.Violation {
+	if in.ID != nil {
+		return seriesrules.CheckSamples(len(in.Samples), histograms)
+	}
+	return seriesrules.CheckSeries(in.Labels, len(in.Samples), histograms, lim)
 }
 
 func invalid(ls []labels.Label, rule string) error {
