@@ -47,12 +47,34 @@ func TestPrometheusRoundTrip(t *testing.T) {
 	t.Logf("report:\n%s", s.report())
 }
 
-// step runs f as the subtest name, with s.t the subtest's.
+// step runs f as the subtest name, with s.t the subtest's and s.ctx one
+// that a watchdog cancels when the step runs past its budget (stepBudget),
+// after it logged what the adapters and B were doing. Once a step overran,
+// the later ones are skipped: they would wait on the same stuck servers.
 func (s *suite) step(name string, f func()) {
-	parent := s.t
+	parent, parentCtx := s.t, s.ctx
 	parent.Run(name, func(t *testing.T) {
-		s.t = t
-		defer func() { s.t = parent }()
+		if s.overran != "" {
+			t.Skipf("skipped: step %s ran past its budget", s.overran)
+		}
+		ctx, cancel := context.WithCancel(parentCtx)
+		defer cancel()
+		budget := stepBudget(t)
+		fired := make(chan struct{})
+		watchdog := time.AfterFunc(budget, func() {
+			defer close(fired)
+			t.Errorf("step %s still runs after %v: every request of it is cancelled; what the servers were doing follows", name, budget)
+			s.logGoroutines(t)
+			cancel()
+		})
+		s.t, s.ctx = t, ctx
+		defer func() {
+			if !watchdog.Stop() {
+				<-fired // the subtest must not end while the watchdog logs
+				s.overran = name
+			}
+			s.t, s.ctx = parent, parentCtx
+		}()
 		f()
 	})
 }
@@ -86,6 +108,8 @@ type suite struct {
 
 	rounds []roundResult
 	faults []string
+	// overran names the step whose watchdog fired, if any.
+	overran string
 }
 
 func newSuite(t *testing.T) *suite {

@@ -86,3 +86,19 @@ func TestDiffNotices(t *testing.T) {
 		}
 	}
 }
+
+func TestKeepGoroutines(t *testing.T) {
+	dump := "goroutine 1 [running]:\nmain.main()\n\tmain.go:1\n\n" +
+		"goroutine 7 [chan receive, 29 minutes]:\ngithub.com/prom-hbase/prom-hbase/store.(*cursor).nextBatch(...)\n\tfetch.go:207\n\n" +
+		"goroutine 9 [IO wait]:\ninternal/poll.(*FD).Read(...)\n\tfd_unix.go:165\n"
+	got := keepGoroutines(dump, "prom-hbase/prom-hbase/", 100)
+	if !strings.Contains(got, "goroutine 7 [chan receive") || strings.Contains(got, "goroutine 1 ") || strings.Contains(got, "goroutine 9 ") {
+		t.Errorf("kept the wrong goroutines:\n%s", got)
+	}
+	if !strings.Contains(got, "(1 goroutines shown, 2 left out)") {
+		t.Errorf("no count of what was left out:\n%s", got)
+	}
+	if got := keepGoroutines(dump, "prom-hbase/prom-hbase/", 2); !strings.Contains(got, "(0 goroutines shown, 3 left out)") {
+		t.Errorf("a goroutine longer than the line budget was kept:\n%s", got)
+	}
+}

@@ -59,6 +59,7 @@ func (p *process) start() error {
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout = f
 	cmd.Stderr = f
+	cmd.SysProcAttr = childAttrs()
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)

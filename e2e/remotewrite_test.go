@@ -39,6 +39,10 @@ func remoteWrite(ctx context.Context, url string, series []prompb.TimeSeries) wr
 	if err != nil {
 		return writeStatus{msg: fmt.Sprintf("marshal: %v", err)}
 	}
+	// Prometheus gives up on an attempt after its remote_timeout (30s by
+	// default); the adapter answers within its --write.timeout.
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(snappy.Encode(nil, raw)))
 	if err != nil {
 		return writeStatus{msg: err.Error()}
@@ -211,6 +215,10 @@ func remoteRead(ctx context.Context, url string, start, end time.Time, ms ...*pr
 	if err != nil {
 		return nil, err
 	}
+	// An adapter that never answers fails the question instead of hanging
+	// the suite; past its own --read.timeout (2m) it answers 503.
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(snappy.Encode(nil, raw)))
 	if err != nil {
 		return nil, err

@@ -213,10 +213,14 @@ func (f *fakeStore) numSamples() int {
 	return n
 }
 
-func (f *fakeStore) Select(_ context.Context, q store.Query) store.SeriesSet {
+func (f *fakeStore) Select(ctx context.Context, q store.Query) store.SeriesSet {
 	if f.selectGate != nil {
 		f.entered <- struct{}{}
-		<-f.selectGate
+		select {
+		case <-f.selectGate:
+		case <-ctx.Done():
+			return &fakeSet{err: ctx.Err()}
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

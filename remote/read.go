@@ -29,6 +29,11 @@ type ReadConfig struct {
 	// QueueTimeout is how long a read waits for a slot before it is refused
 	// with 429 (default 5s).
 	QueueTimeout time.Duration
+	// Timeout bounds one read from its slot on (default 2m, Prometheus's
+	// own query timeout; negative: none). A read still running then ends
+	// with 503, or a cut stream once frames went out, instead of holding
+	// its slot and its scans for as long as the client waits.
+	Timeout time.Duration
 	// MaxBytesInFrame bounds a streamed frame, as Prometheus's
 	// --storage.remote.read-max-bytes-in-frame (default 1 MiB).
 	MaxBytesInFrame int
@@ -46,6 +51,9 @@ func (c *ReadConfig) setDefaults() {
 	}
 	if c.QueueTimeout <= 0 {
 		c.QueueTimeout = 5 * time.Second
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 2 * time.Minute
 	}
 	if c.MaxBytesInFrame <= 0 {
 		c.MaxBytesInFrame = 1 << 20
@@ -109,6 +117,13 @@ func (h *readHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() { <-h.slots }()
+	ctx := r.Context()
+	if h.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, h.cfg.Timeout, &httpError{code: http.StatusServiceUnavailable,
+			msg: fmt.Sprintf("remote read did not finish within the read timeout of %v: narrow the query, or retry", h.cfg.Timeout)})
+		defer cancel()
+	}
 
 	bufs := h.bufs.Get().(*readBuffers)
 	defer h.bufs.Put(bufs)
@@ -124,10 +139,10 @@ func (h *readHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if respType == prompb.ReadRequest_STREAMED_XOR_CHUNKS {
-		h.streamed(r.Context(), w, queries, bufs)
+		h.streamed(ctx, w, queries, bufs)
 		return
 	}
-	h.samples(r.Context(), w, queries, bufs)
+	h.samples(ctx, w, queries, bufs)
 }
 
 func (h *readHandler) acquire(ctx context.Context) *httpError {
@@ -261,10 +276,15 @@ func negotiateRead(accepted []prompb.ReadRequest_ResponseType) (prompb.ReadReque
 	return 0, errorf(http.StatusBadRequest, "none of the accepted response types %s is supported: this server answers SAMPLES and STREAMED_XOR_CHUNKS", strings.Join(names, ", "))
 }
 
-// selectErr classifies an error of a SeriesSet.
-func selectErr(i int, err error) *httpError {
+// selectErr classifies an error of a SeriesSet; one that the read's
+// timeout caused says so.
+func selectErr(ctx context.Context, i int, err error) *httpError {
 	if errors.Is(err, store.ErrInvalidInput) {
 		return errorf(http.StatusBadRequest, "query %d: %v", i, err)
+	}
+	var timeout *httpError
+	if ctx.Err() != nil && errors.As(context.Cause(ctx), &timeout) {
+		return errorf(timeout.code, "query %d: %s", i, timeout.msg)
 	}
 	return errorf(http.StatusServiceUnavailable, "query %d: storage unavailable: %v", i, err)
 }
@@ -292,7 +312,7 @@ func (h *readHandler) samples(ctx context.Context, w http.ResponseWriter, querie
 		err := ss.Err()
 		ss.Close()
 		if err != nil {
-			h.fail(w, selectErr(i, err))
+			h.fail(w, selectErr(ctx, i, err))
 			return
 		}
 	}
@@ -425,7 +445,7 @@ func (h *readHandler) streamChunks(ctx context.Context, sw *streamWriter, cq sto
 		}
 	}
 	if err := ss.Err(); err != nil {
-		return selectErr(int(i), err)
+		return selectErr(ctx, int(i), err)
 	}
 	return nil
 }
@@ -443,7 +463,7 @@ func (h *readHandler) streamSamples(ctx context.Context, sw *streamWriter, i int
 		}
 	}
 	if err := ss.Err(); err != nil {
-		return selectErr(int(i), err)
+		return selectErr(ctx, int(i), err)
 	}
 	return nil
 }

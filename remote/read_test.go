@@ -255,6 +255,23 @@ func TestReadConcurrencyLimit(t *testing.T) {
 	}
 }
 
+// TestReadTimeout: a read the store does not finish gets 503 naming the
+// read timeout once it passed, for both response types, and gives its slot
+// back.
+func TestReadTimeout(t *testing.T) {
+	st := newFakeStore()
+	fillStore(t, st, testSeries(1, 1, 0))
+	st.selectGate = make(chan struct{})
+	srv := newTestServer(t, st, WriteConfig{}, ReadConfig{ConcurrentLimit: 1, Timeout: 100 * time.Millisecond})
+	for _, rt := range []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS} {
+		body := readRequest(t, []prompb.ReadRequest_ResponseType{rt}, query(t, 0, 10, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")))
+		code, _, msg := post(t, srv.URL+"/api/v1/read", readHdr, body)
+		if code != http.StatusServiceUnavailable || !strings.Contains(msg, "query 0: remote read did not finish within the read timeout of 100ms") {
+			t.Errorf("%s: %d %q, want 503 naming the read timeout", rt, code, msg)
+		}
+	}
+}
+
 // TestReadStreamFailureMidway: a storage error after the first frame must
 // reach the client as an error, not as a stream that looks complete.
 func TestReadStreamFailureMidway(t *testing.T) {

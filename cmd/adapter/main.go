@@ -112,6 +112,8 @@ func parseFlags(args []string) (*config, error) {
 		Default("50000000").IntVar(&c.read.SampleLimit)
 	app.Flag("read.concurrent-limit", "Most remote reads served at once; more wait up to 5s, then get 429.").
 		Default("10").IntVar(&c.read.ConcurrentLimit)
+	app.Flag("read.timeout", "Longest a remote read may run; one still running then gets 503 (or its stream is cut). 0: no limit.").
+		Default("2m").DurationVar(&c.read.Timeout)
 	app.Flag("read.max-bytes-in-frame", "Largest frame of a streamed remote-read response (a frame may exceed it by one chunk).").
 		Default("1MiB").BytesVar(&c.maxFrameBytes)
 	app.Flag("web.shutdown-timeout", "On SIGTERM, how long in-flight requests may take to finish.").
@@ -127,6 +129,9 @@ func parseFlags(args []string) (*config, error) {
 	c.write.SeriesCacheBytes = int64(c.seriesCache)
 	c.write.Limits = c.limits
 	c.read.MaxBytesInFrame = int(c.maxFrameBytes)
+	if c.read.Timeout == 0 {
+		c.read.Timeout = -1 // remote.ReadConfig: negative means no limit
+	}
 	if c.read.SampleLimit == 0 {
 		c.read.SampleLimit = -1 // remote.ReadConfig: negative means no limit
 	}

@@ -40,19 +40,14 @@ const (
 // TestAdapterRegionServerKilled: SIGKILL the region server holding
 // hbase:meta (and half of the adapter's regions) under remote-write load.
 func TestAdapterRegionServerKilled(t *testing.T) {
-	runAdapterFault(t, "kill", func(cl *cluster, n int) { cl.script("rs-kill", fmt.Sprint(n)) })
+	runAdapterFault(t, "kill", func(cl *cluster, n int) { cl.script("rs-kill", fmt.Sprint(n)) }, nil)
 }
 
-// TestAdapterRegionServerFrozen: SIGSTOP that server for a minute, then
-// SIGCONT: the adapter must stop waiting on it and follow its regions.
+// TestAdapterRegionServerFrozen: SIGSTOP that server for a minute at least,
+// then SIGCONT (resumeFrozen): the adapter must stop waiting on it and
+// follow its regions.
 func TestAdapterRegionServerFrozen(t *testing.T) {
-	runAdapterFault(t, "freeze", func(cl *cluster, n int) {
-		cl.script("rs-stop", fmt.Sprint(n))
-		go func() {
-			time.Sleep(time.Minute)
-			cl.script("rs-cont", fmt.Sprint(n))
-		}()
-	})
+	runAdapterFault(t, "freeze", func(cl *cluster, n int) { cl.script("rs-stop", fmt.Sprint(n)) }, resumeFrozen)
 }
 
 // TestAdapterMoveAndSplit: every region of the adapter's data table moves
@@ -94,7 +89,11 @@ func TestAdapterMoveAndSplit(t *testing.T) {
 	w.verify(t, url)
 }
 
-func runAdapterFault(t *testing.T, name string, fault func(cl *cluster, n int)) {
+// runAdapterFault runs fault on the region server holding hbase:meta (and
+// half of the adapter's regions) under remote-write load, and resume, when
+// set, once the data table's regions are served elsewhere; then it checks
+// the load's answers and that every acknowledged sample reads back.
+func runAdapterFault(t *testing.T, name string, fault func(cl *cluster, n int), resume func(cl *cluster, n int, t0 time.Time)) {
 	cl := newCluster(t)
 	cl.restore(1)
 	cl.restore(2)
@@ -112,10 +111,9 @@ func runAdapterFault(t *testing.T, name string, fault func(cl *cluster, n int)) 
 	w.waitAcked(10)
 	t0 := time.Now()
 	fault(cl, n)
-	healed, ok := <-watchHealed(cl, prefix+"prom-data", dead)
-	if !ok {
-		w.stop()
-		t.Fatal("the data table's regions were never served again")
+	healed := watchHealed(cl, prefix+"prom-data", dead).wait(t, cl, w.stop)
+	if resume != nil {
+		resume(cl, n, t0)
 	}
 	w.waitAcked(w.ackedCount() + 40)
 	w.stop()
@@ -156,6 +154,7 @@ func startAdapter(t *testing.T, cl *cluster, prefix string) string {
 	cmd := exec.Command(bin, "--web.listen-address="+addr, "--hbase.zookeeper-quorum="+cl.zk,
 		"--hbase.zookeeper-root="+hbasetest.ZKRoot(), "--hbase.table-prefix="+prefix, "--salt.buckets=8", "--hbase.data-regions=8")
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = childAttrs()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

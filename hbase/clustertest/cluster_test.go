@@ -301,3 +301,22 @@ func moveSettled(ctx context.Context, c *hbase.Client, table string, key []byte,
 		}
 	}
 }
+
+// logLines returns the last n lines of process proc's log (master, rs1,
+// rs2, zk) that contain any of keep.
+func (cl *cluster) logLines(proc string, n int, keep ...string) string {
+	b, err := os.ReadFile(filepath.Join(cl.dir, "logs", proc+".log"))
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, k := range keep {
+			if strings.Contains(line, k) {
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	return strings.Join(out[max(0, len(out)-n):], "\n")
+}
