@@ -57,6 +57,8 @@ var knownMetrics = map[string]source{
 	"promhbase_compactor_lag_seconds":             adapterAny,
 	"promhbase_compactor_errors_total":            adapterAny,
 	"promhbase_compactor_passes_total":            adapterAny,
+	"promhbase_write_series_cache_hits_total":     adapterAny,
+	"promhbase_write_series_cache_misses_total":   adapterAny,
 
 	// Named in docs/DESIGN.md's UID assignment; not exported yet. Switch to
 	// adapterAny once it is.
