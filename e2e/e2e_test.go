@@ -165,8 +165,8 @@ func (s *suite) start() {
 	// the remote-write handler ("expected newly cut file to have
 	// sequence:offset 1:8, got 2:8"), which left a series locked: A then
 	// answered nothing, and the suite hung until the package's timeout
-	// (twice in CI, 2026-11-27). With blocks of ten days nothing is cut
-	// within the suite's minutes.
+	// (two whole-suite runs of 2026-11-27, CI's among them). With blocks
+	// of ten days nothing is cut within the suite's minutes.
 	s.startPrometheus("prometheus-A", portA, s.configA(), "--web.enable-remote-write-receiver", "--storage.tsdb.min-block-duration=240h")
 	s.startPrometheus("prometheus-B", portB, s.configB())
 	s.scrapeStart = time.Now()
