@@ -49,7 +49,7 @@ func TestPrometheusRoundTrip(t *testing.T) {
 
 // step runs f as the subtest name, with s.t the subtest's and s.ctx one
 // that a watchdog cancels when the step runs past its budget (stepBudget),
-// after it logged what the adapters and B were doing. Once a step overran,
+// after it logged what the adapters and both Prometheus servers were doing. Once a step overran,
 // the later ones are skipped: they would wait on the same stuck servers.
 func (s *suite) step(name string, f func()) {
 	parent, parentCtx := s.t, s.ctx

@@ -34,8 +34,10 @@ func stepBudget(t *testing.T) time.Duration {
 	return max(budget, time.Minute)
 }
 
-// logGoroutines logs the goroutines of the adapters and of Prometheus B
-// that run the project's or Prometheus's remote-storage code, from their
+// logGoroutines logs the goroutines of the adapters that run the project's
+// code, of Prometheus B that run its remote-storage code, and of Prometheus
+// A that run its TSDB (where its remote-write receiver appends: the one hang
+// seen, 2026-11-27, was A's appenders waiting on a series lock), from their
 // /debug/pprof endpoints, so that a stuck step shows where it is stuck. The
 // whole dumps go to a file outside the test's temporary directory, which a
 // later look at the machine still finds.
@@ -43,6 +45,7 @@ func (s *suite) logGoroutines(t *testing.T) {
 	servers := []struct{ name, url, keep string }{
 		{"adapter1", s.adapterURLs[0], "prom-hbase/prom-hbase/"},
 		{"adapter2", s.adapterURLs[1], "prom-hbase/prom-hbase/"},
+		{"prometheus-A", s.a.base, "prometheus/prometheus/tsdb"},
 		{"prometheus-B", s.b.base, "storage/remote"},
 	}
 	var all strings.Builder
@@ -60,7 +63,7 @@ func (s *suite) logGoroutines(t *testing.T) {
 		t.Logf("keep the goroutine dumps: %v", err)
 		return
 	}
-	t.Logf("every goroutine of the three servers: %s", path)
+	t.Logf("every goroutine of the four servers: %s", path)
 }
 
 // goroutineDump fetches every goroutine's stack (debug=2: the form of a
