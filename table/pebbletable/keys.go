@@ -44,7 +44,11 @@ func appendTablePrefix(dst []byte, id uint32) []byte {
 func appendEscapedRow(dst, row []byte) []byte {
 	// Row keys are short and dense in zero bytes (fixed-width big-endian
 	// fields), so a plain byte loop beats searching for the zeros.
-	dst = slices.Grow(dst, len(row)+len(row)/4)
+	// Grown by no more than the key needs: Put writes the key into a
+	// slice of Pebble's batch sized to it exactly, which a larger
+	// growth would move out of (the batch then held garbage where the
+	// key should be, for rows of more than a few dozen bytes).
+	dst = slices.Grow(dst, len(row))
 	for _, b := range row {
 		if b == escMark {
 			dst = append(dst, escMark, escZero)

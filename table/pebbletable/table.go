@@ -183,7 +183,9 @@ func (t *tbl) addPuts(b *pebble.Batch, cells []table.Cell, now int64) (stripeSet
 			ts = now
 		}
 		op := b.SetDeferred(cellKeyLen(c.Row, c.Qualifier), tsLen+len(c.Value))
-		appendCellKey(op.Key[:0], t.id, c.Row, fam, c.Qualifier)
+		if k := appendCellKey(op.Key[:0], t.id, c.Row, fam, c.Qualifier); len(k) != len(op.Key) || &k[0] != &op.Key[0] {
+			return 0, fmt.Errorf("put in %q: cell key of row %.40q not written in place (%d bytes, %d expected)", t.name, c.Row, len(k), len(op.Key))
+		}
 		putCellValue(op.Value, ts, c.Value)
 		if err := op.Finish(); err != nil {
 			return 0, fmt.Errorf("put in %q: %w", t.name, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -248,4 +249,39 @@ func testPutAfterDelete(t *testing.T, s *suite) {
 	again := []table.Cell{cell("r", famA, "q", ts, "v2"), cell("r", famB, "q", ts, "v2"), cell("s", famA, "q", ts, "v2")}
 	put(t, tb, again...)
 	checkRows(t, "Scan after writing deleted cells again", scan(t, tb, table.ScanOptions{}), rowsOf(again...))
+}
+
+// testLongKeys: rows keyed by long strings (a UID table's rows are label
+// values) round-trip whatever their length and wherever their cell falls
+// in a write: alone, or first, last or among others of one Put.
+func testLongKeys(t *testing.T, s *suite) {
+	_, tb := s.newTable(t)
+	ts := recentTS()
+	var keys []string
+	for _, n := range []int{15, 16, 17, 63, 64, 65, 100, 255, 256, 257, 1000, 1023, 4000, 4096, 10000, 30000} {
+		for i, fill := range []string{"v", "\x00", "a\x00b"} {
+			k := fmt.Sprintf("%d-%d-", n, i)
+			k += strings.Repeat(fill, (n-len(k))/len(fill)+1)[:n-len(k)]
+			keys = append(keys, k)
+		}
+	}
+	var cells []table.Cell
+	for i, k := range keys {
+		c := cell(k, famA, "q", ts, fmt.Sprint(i))
+		cells = append(cells, c)
+		put(t, tb, c)
+	}
+	slices.Sort(keys)
+	var want []table.Cell
+	for _, k := range keys {
+		want = append(want, cells[slices.IndexFunc(cells, func(c table.Cell) bool { return string(c.Row) == k })])
+	}
+	checkRows(t, "Scan of long keys put one by one", scan(t, tb, table.ScanOptions{}), rowsOf(want...))
+	for _, c := range want {
+		checkRows(t, "Get of a long key", get(t, tb, "", c.Row), rowsOf(c))
+	}
+	// The same rows again in one Put, under another qualifier.
+	_, tb2 := s.newTable(t)
+	put(t, tb2, cells...)
+	checkRows(t, "Scan of long keys put at once", scan(t, tb2, table.ScanOptions{}), rowsOf(want...))
 }

@@ -34,6 +34,7 @@ func Run(t *testing.T, newDB func(t testing.TB) table.DB) {
 		{"Overwrite", testOverwrite},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"BinaryKeys", testBinaryKeys},
+		{"LongKeys", testLongKeys},
 		{"Timestamps", testTimestamps},
 		{"Delete", testDelete},
 		{"PutAfterDelete", testPutAfterDelete},
