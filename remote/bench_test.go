@@ -122,6 +122,7 @@ func BenchmarkWriteHandler(b *testing.B) {
 	b.Run("v1", func(b *testing.B) { benchWrite(b, nopStore{}, WriteConfig{}, hdrV1, benchBodies(b, false, 1)) })
 	b.Run("v1-cache", func(b *testing.B) { benchWrite(b, nopStore{}, benchCache, hdrV1, benchBodies(b, false, 1)) })
 	b.Run("v2", func(b *testing.B) { benchWrite(b, nopStore{}, WriteConfig{}, hdrV2, benchBodies(b, true, 1)) })
+	b.Run("v2-cache", func(b *testing.B) { benchWrite(b, nopStore{}, benchCache, hdrV2, benchBodies(b, true, 1)) })
 }
 
 // benchCache is a handler with the series cache, as the adapter's default.
@@ -186,11 +187,13 @@ func BenchmarkReadStreamed(b *testing.B) {
 
 // BenchmarkWriteEmbedded: requests of 2,000 samples through the handler into
 // the real store on the embedded Pebble backend; "v1-cache" with the
-// series cache, which every series after the first request hits.
+// series cache, which every series after the first request hits
+// ("v2-cache": looked up by its labels).
 func BenchmarkWriteEmbedded(b *testing.B) {
 	b.Run("v1", func(b *testing.B) { benchWrite(b, openPebbleStore(b), WriteConfig{}, hdrV1, benchBodies(b, false, 50)) })
 	b.Run("v1-cache", func(b *testing.B) { benchWrite(b, openPebbleStore(b), benchCache, hdrV1, benchBodies(b, false, 50)) })
 	b.Run("v2", func(b *testing.B) { benchWrite(b, openPebbleStore(b), WriteConfig{}, hdrV2, benchBodies(b, true, 50)) })
+	b.Run("v2-cache", func(b *testing.B) { benchWrite(b, openPebbleStore(b), benchCache, hdrV2, benchBodies(b, true, 50)) })
 }
 
 // BenchmarkReadEmbedded: a streamed read of 100 series of 1,000 samples from
@@ -216,7 +219,7 @@ func BenchmarkWriteHBase(b *testing.B) {
 		cfg  WriteConfig
 		hdr  map[string]string
 		v2   bool
-	}{{"v1", WriteConfig{}, hdrV1, false}, {"v1-cache", benchCache, hdrV1, false}, {"v2", WriteConfig{}, hdrV2, true}} {
+	}{{"v1", WriteConfig{}, hdrV1, false}, {"v1-cache", benchCache, hdrV1, false}, {"v2", WriteConfig{}, hdrV2, true}, {"v2-cache", benchCache, hdrV2, true}} {
 		b.Run(v.name, func(b *testing.B) {
 			benchWrite(b, openHBaseStore(b), v.cfg, v.hdr, benchBodies(b, v.v2, 50))
 		})

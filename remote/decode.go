@@ -29,7 +29,13 @@ type writeRequest struct {
 	samples  []store.Sample
 	metadata []store.Metadata
 	mdIndex  map[string]int // metric name -> index in metadata (2.0)
-	symbols  []string       // 2.0 only
+	// 2.0 only: the request's symbols as sent, and as strings once a
+	// label or metadata of a series that missed the cache asks for them
+	// ("" until then): a series found in the cache needs none of them
+	// turned into strings.
+	symbolBytes [][]byte
+	symbols     []string
+	refs        []uint64 // labels_refs of the 2.0 series being decoded
 
 	// Native histograms: the samples, the histograms they point to, and
 	// the spans, integer deltas and float counts and bounds those point to.
@@ -51,18 +57,22 @@ type writeRequest struct {
 
 	intern interner
 
-	// cache is the handler's series cache for this request (1.0 only), or
-	// nil; learn lists the series decoded without it whose label bytes it
-	// may learn once the store has reported their IDs.
+	// cache is the handler's series cache for this request, or nil; learn
+	// lists the series decoded without it, which it may learn once the
+	// store has reported their IDs.
 	cache                  *seriesCache
 	learn                  []learnSeries
 	cacheHits, cacheMisses int
+	// keyBuf holds the cache key of a 2.0 series while it is looked up.
+	keyBuf []byte
 }
 
-// learnSeries is series[i] of a request, whose label fields are key.
+// learnSeries is series[i] of a request, whose label fields are key: in
+// the decompressed body (1.0), or nil (2.0: made again from the series'
+// labels, see appendLabelFields).
 type learnSeries struct {
 	i   int
-	key []byte // in the decompressed body
+	key []byte
 }
 
 func (r *writeRequest) reset() {
@@ -72,6 +82,8 @@ func (r *writeRequest) reset() {
 	r.samples = r.samples[:0]
 	r.metadata = r.metadata[:0]
 	clear(r.mdIndex)
+	clear(r.symbolBytes) // they point into the decompressed body
+	r.symbolBytes = r.symbolBytes[:0]
 	r.symbols = r.symbols[:0]
 	r.hsamples = r.hsamples[:0]
 	r.ihists = r.ihists[:0]
@@ -91,6 +103,7 @@ func (r *writeRequest) grow(s shape) {
 	r.labels = slices.Grow(r.labels, s.labels)
 	r.samples = slices.Grow(r.samples, s.samples)
 	r.metadata = slices.Grow(r.metadata, s.metadata)
+	r.symbolBytes = slices.Grow(r.symbolBytes, s.symbols)
 	r.symbols = slices.Grow(r.symbols, s.symbols)
 	r.hsamples = slices.Grow(r.hsamples, s.histograms())
 	r.ihists = slices.Grow(r.ihists, s.intHistograms)
@@ -415,7 +428,8 @@ func (r *writeRequest) decodeV2Sized(b []byte, s shape) error {
 				return fmt.Errorf("request.symbols[%d]: %w", len(r.symbols), errTruncated)
 			}
 			b = b[n:]
-			r.symbols = append(r.symbols, r.intern.get(s))
+			r.symbolBytes = append(r.symbolBytes, s)
+			r.symbols = append(r.symbols, "")
 			continue
 		}
 		n = protowire.ConsumeFieldValue(num, typ, b)
@@ -444,15 +458,35 @@ func (r *writeRequest) decodeV2Sized(b []byte, s shape) error {
 // errSymbolRef marks a reference outside Request.symbols.
 var errSymbolRef = errors.New("symbol reference out of range")
 
-func (r *writeRequest) symbol(ref uint64) (string, error) {
-	if ref >= uint64(len(r.symbols)) {
-		return "", fmt.Errorf("%w: %d, the request has %d symbols", errSymbolRef, ref, len(r.symbols))
+func (r *writeRequest) checkSymbol(ref uint64) error {
+	if ref >= uint64(len(r.symbolBytes)) {
+		return fmt.Errorf("%w: %d, the request has %d symbols", errSymbolRef, ref, len(r.symbolBytes))
 	}
-	return r.symbols[ref], nil
+	return nil
+}
+
+// symbol returns symbol ref as a string, interned the first time it is
+// asked for.
+func (r *writeRequest) symbol(ref uint64) (string, error) {
+	if err := r.checkSymbol(ref); err != nil {
+		return "", err
+	}
+	return r.symbolString(ref), nil
+}
+
+// symbolString is symbol for a reference already checked.
+func (r *writeRequest) symbolString(ref uint64) string {
+	if s := r.symbols[ref]; s != "" || len(r.symbolBytes[ref]) == 0 {
+		return s
+	}
+	s := r.intern.get(r.symbolBytes[ref])
+	r.symbols[ref] = s
+	return s
 }
 
 func (r *writeRequest) decodeV2Series(b []byte) error {
 	d := v2Series{r: r, start: r.start()}
+	r.refs = r.refs[:0]
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -467,23 +501,77 @@ func (r *writeRequest) decodeV2Series(b []byte) error {
 		}
 		b = b[n:]
 	}
-	if d.havePending {
-		return fmt.Errorf("labels_refs has an odd length (%d)", 2*(len(r.labels)-d.start.labels)+1)
+	if len(r.refs)%2 == 1 {
+		return fmt.Errorf("labels_refs has an odd length (%d)", len(r.refs))
+	}
+	// Looked up in the series cache before its labels are made: a hit
+	// takes them, with the series ID, from the entry, so that the series
+	// is neither checked against the label rules nor resolved UID by UID
+	// again, and none of its symbols is turned into a string.
+	var (
+		e        cachedSeries
+		hit      bool
+		lookedUp = r.cache != nil && r.cacheableRefs()
+	)
+	if lookedUp {
+		r.keyBuf = r.appendRefFields(r.keyBuf[:0])
+		e, hit = r.cache.get(r.keyBuf)
+	}
+	if !hit {
+		for i := 0; i < len(r.refs); i += 2 {
+			r.labels = append(r.labels, labels.Label{Name: r.symbolString(r.refs[i]), Value: r.symbolString(r.refs[i+1])})
+		}
 	}
 	r.addSeries(d.start)
+	s := &r.series[len(r.series)-1]
+	switch {
+	case hit:
+		s.Labels, s.ID = e.labels, e.id
+		r.cacheHits++
+	case lookedUp:
+		s.ReportID = true
+		r.learn = append(r.learn, learnSeries{i: len(r.series) - 1})
+		r.cacheMisses++
+	}
 	if d.hasMetadata {
-		return r.decodeV2Metadata(d.md, r.labels[d.start.labels:])
+		return r.decodeV2Metadata(d.md, s.Labels)
 	}
 	return nil
 }
 
-// v2Series is the state of decoding one io.prometheus.write.v2.TimeSeries.
+// The cache key of a 2.0 series cannot be its labels_refs, which point into
+// the request's own symbols and differ from request to request. It is its
+// labels written as 1.0 label fields (appendLabelFields), made here from
+// the symbols' bytes.
+func (r *writeRequest) appendRefFields(dst []byte) []byte {
+	for i := 0; i < len(r.refs); i += 2 {
+		dst = appendLabelField(dst, r.symbolBytes[r.refs[i]], r.symbolBytes[r.refs[i+1]])
+	}
+	return dst
+}
+
+// maxV2CacheKey bounds the label bytes of a 2.0 series looked up in the
+// series cache. A 2.0 request names its labels by reference, so a small
+// body can repeat a large symbol in many labels: its key, written out,
+// would be far larger than the request. Label sets this large are not
+// what Prometheus sends, and are decoded without the cache.
+const maxV2CacheKey = 16 << 10
+
+func (r *writeRequest) cacheableRefs() bool {
+	n := 0
+	for _, ref := range r.refs {
+		if n += len(r.symbolBytes[ref]); n > maxV2CacheKey {
+			return false
+		}
+	}
+	return true
+}
+
+// v2Series is the state of decoding one io.prometheus.write.v2.TimeSeries;
+// its labels_refs go to writeRequest.refs.
 type v2Series struct {
 	r     *writeRequest
 	start arenaStart
-	// A label name's symbol reference, waiting for its value's.
-	pending     uint64
-	havePending bool
 	// Histograms and exemplars seen so far, for error messages.
 	histograms, exemplars int
 	md                    []byte
@@ -505,13 +593,13 @@ func (d *v2Series) field(num protowire.Number, typ protowire.Type, v []byte) err
 				return fmt.Errorf("labels_refs: %w", errTruncated)
 			}
 			v = v[n:]
-			if err := d.addRef(ref); err != nil {
+			if err := r.addRef(ref); err != nil {
 				return err
 			}
 		}
 	case num == 1 && typ == protowire.VarintType:
 		ref, _ := protowire.ConsumeVarint(v)
-		return d.addRef(ref)
+		return r.addRef(ref)
 	case num == 2 && typ == protowire.BytesType:
 		s, err := decodeSample(v)
 		if err != nil {
@@ -536,29 +624,13 @@ func (d *v2Series) field(num protowire.Number, typ protowire.Type, v []byte) err
 	return nil
 }
 
-// addRef adds one labels_refs entry: a name, or the value completing a
-// label.
-func (d *v2Series) addRef(ref uint64) error {
-	r := d.r
-	s, err := r.symbol(ref)
-	if err != nil {
-		return fmt.Errorf("labels_refs[%d]: %w", 2*(len(r.labels)-d.start.labels)+boolInt(d.havePending), err)
+// addRef adds one labels_refs entry, checked to point at a symbol.
+func (r *writeRequest) addRef(ref uint64) error {
+	if err := r.checkSymbol(ref); err != nil {
+		return fmt.Errorf("labels_refs[%d]: %w", len(r.refs), err)
 	}
-	if !d.havePending {
-		d.pending, d.havePending = ref, true
-		return nil
-	}
-	name, _ := r.symbol(d.pending)
-	r.labels = append(r.labels, labels.Label{Name: name, Value: s})
-	d.havePending = false
+	r.refs = append(r.refs, ref)
 	return nil
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // decodeV2Metadata records a series' metadata under its metric name, once
@@ -641,7 +713,8 @@ func (r *writeRequest) describe() string {
 func (r *writeRequest) arenaBytes() int {
 	return cap(r.samples)*int(sampleCost) + cap(r.labels)*int(labelCost) + cap(r.series)*int(seriesCost) +
 		cap(r.ihists)*int(intHistogramCost) + cap(r.fhists)*int(floatHistogramCost) +
-		cap(r.spans)*int(spanCost) + 8*(cap(r.ints)+cap(r.floats))
+		cap(r.spans)*int(spanCost) + 8*(cap(r.ints)+cap(r.floats)) + cap(r.keyBuf) +
+		cap(r.symbolBytes)*int(symbolCost) + 8*cap(r.refs)
 }
 
 // checkV2Exemplar checks what of an exemplar would make Prometheus's own
@@ -651,7 +724,7 @@ func (r *writeRequest) checkV2Exemplar(b []byte) error {
 	refs := 0
 	check := func(ref uint64) error {
 		refs++
-		if _, err := r.symbol(ref); err != nil {
+		if err := r.checkSymbol(ref); err != nil {
 			return fmt.Errorf("labels_refs[%d]: %w", refs-1, err)
 		}
 		return nil

@@ -86,11 +86,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		seriesCacheHits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "promhbase_write_series_cache_hits_total",
-			Help: "Remote-write 1.0 series found in the series cache (--write.series-cache-bytes): neither decoded, checked nor resolved again.",
+			Help: "Remote-write series found in the series cache (--write.series-cache-bytes): neither checked nor resolved again (nor, in 1.0, decoded).",
 		}),
 		seriesCacheMisses: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "promhbase_write_series_cache_misses_total",
-			Help: "Remote-write 1.0 series looked up in the series cache and not found there.",
+			Help: "Remote-write series looked up in the series cache and not found there.",
 		}),
 	}
 	for _, r := range append([]string{reasonStorage, reasonStoreInvalid, reasonUIDExhausted}, seriesrules.Reasons...) {

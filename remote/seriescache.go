@@ -5,16 +5,22 @@ import (
 	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// seriesCache remembers what the write path made of a remote-write 1.0
-// series before: keyed by the bytes of its TimeSeries message's label
-// fields, exactly as sent, it holds the decoded labels and the store's
-// series ID (store.SeriesIn.ID). Prometheus sends every series again at
-// every scrape with the same bytes, and a series found here is neither
-// decoded label by label, nor interned, nor checked against the label
-// rules, nor resolved UID by UID: at 200 samples a request that was a
-// third of the adapter's CPU (BENCHMARKS.md, "Ingest: the series cache").
+// seriesCache remembers what the write path made of a remote-write series
+// before: keyed by the bytes of a 1.0 TimeSeries message's label fields, it
+// holds the decoded labels and the store's series ID (store.SeriesIn.ID).
+// Prometheus sends every series again at every scrape with the same bytes,
+// and a 1.0 series found here is neither decoded label by label, nor
+// interned, nor checked against the label rules, nor resolved UID by UID:
+// at 200 samples a request that was a third of the adapter's CPU
+// (BENCHMARKS.md, "Ingest: the series cache"). A 1.0 series is looked up
+// by its label fields exactly as sent; a 2.0 series, whose labels are
+// references into its request's symbols, by its labels written as
+// Prometheus writes 1.0 label fields (appendLabelFields), so a series sent
+// both ways shares one entry; a 2.0 hit saves the checks, the UID lookups
+// and the strings of its symbols.
 //
 // The same bytes always decode to the same labels, which pass the same
 // rules under the same limits, and a series ID never changes once its UIDs
@@ -116,4 +122,38 @@ func entrySize(key string, e cachedSeries) int {
 		n += 32 + len(l.Name) + len(l.Value) // header and strings: counted even where the interner shares them
 	}
 	return n
+}
+
+// appendLabelFields appends ls as the label fields (1) of a 1.0 TimeSeries
+// message, as Prometheus's 1.0 sender writes them: each Label message with
+// its name (1) and value (2), an empty string's field left out. Decoded as
+// 1.0 label fields these bytes give ls back, label for label, so they name
+// ls in the cache as the bytes of a 1.0 series do: one key, one label set.
+func appendLabelFields(dst []byte, ls []labels.Label) []byte {
+	for _, l := range ls {
+		dst = appendLabelField(dst, l.Name, l.Value)
+	}
+	return dst
+}
+
+// appendLabelField appends one label field of appendLabelFields.
+func appendLabelField[T string | []byte](dst []byte, name, value T) []byte {
+	n := 0
+	if len(name) > 0 {
+		n += 1 + protowire.SizeBytes(len(name))
+	}
+	if len(value) > 0 {
+		n += 1 + protowire.SizeBytes(len(value))
+	}
+	dst = protowire.AppendTag(dst, 1, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(n))
+	if len(name) > 0 {
+		dst = protowire.AppendTag(dst, 1, protowire.BytesType)
+		dst = append(protowire.AppendVarint(dst, uint64(len(name))), name...)
+	}
+	if len(value) > 0 {
+		dst = protowire.AppendTag(dst, 2, protowire.BytesType)
+		dst = append(protowire.AppendVarint(dst, uint64(len(value))), value...)
+	}
+	return dst
 }

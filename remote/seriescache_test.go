@@ -68,32 +68,50 @@ func TestSeriesCacheBounded(t *testing.T) {
 
 // TestWriteSeriesCache: the same series sent again are served from the cache
 // (hits counted), and what the store holds is what a handler without the
-// cache stores from the same requests, on the real store.
+// cache stores from the same requests, on the real store. In 2.0 every
+// other request numbers its symbols otherwise, as a sender's next request
+// may.
 func TestWriteSeriesCache(t *testing.T) {
-	cached, plain := openPebbleStore(t), openPebbleStore(t)
-	srvC := newTestServer(t, cached, WriteConfig{SeriesCacheBytes: 1 << 20}, ReadConfig{})
-	srvP := newTestServer(t, plain, WriteConfig{}, ReadConfig{})
-	const t0 = int64(1_700_000_000_000)
-	const n = 30
-	for round := range 3 {
-		series := testSeries(n, 5, t0+int64(round)*5*15000)
-		body := encodeV1(t, series, nil)
-		for _, srv := range []*testServer{srvC, srvP} {
-			if code, _, msg := post(t, srv.URL+"/api/v1/write", hdrV1, body); code != http.StatusNoContent {
-				t.Fatalf("round %d: %d %s", round, code, msg)
+	for _, v := range []struct {
+		name string
+		hdr  map[string]string
+		body func(round int, series []prompb.TimeSeries) []byte
+	}{
+		{"v1", hdrV1, func(_ int, series []prompb.TimeSeries) []byte { return encodeV1(t, series, nil) }},
+		{"v2", hdrV2, func(round int, series []prompb.TimeSeries) []byte {
+			req := toV2(series)
+			if round%2 == 1 {
+				req = renumberSymbols(req)
 			}
-		}
-		hits, misses := testutil.ToFloat64(srvC.m.seriesCacheHits), testutil.ToFloat64(srvC.m.seriesCacheMisses)
-		if want := float64(round * n); hits != want || misses != n {
-			t.Errorf("round %d: %v hits and %v misses, want %v and %d", round, hits, misses, want, n)
-		}
-	}
-	if hits := testutil.ToFloat64(srvP.m.seriesCacheHits) + testutil.ToFloat64(srvP.m.seriesCacheMisses); hits != 0 {
-		t.Errorf("the handler without a cache looked up %v series", hits)
-	}
-	got, want := readAllSeries(t, cached), readAllSeries(t, plain)
-	if strings.Count(got, "\n") != n || got != want {
-		t.Errorf("with the cache the store holds\n%s\nwithout it\n%s", got, want)
+			return encodeV2(t, req)
+		}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			cached, plain := openPebbleStore(t), openPebbleStore(t)
+			srvC := newTestServer(t, cached, WriteConfig{SeriesCacheBytes: 1 << 20}, ReadConfig{})
+			srvP := newTestServer(t, plain, WriteConfig{}, ReadConfig{})
+			const t0 = int64(1_700_000_000_000)
+			const n = 30
+			for round := range 4 {
+				body := v.body(round, testSeries(n, 5, t0+int64(round)*5*15000))
+				for _, srv := range []*testServer{srvC, srvP} {
+					if code, _, msg := post(t, srv.URL+"/api/v1/write", v.hdr, body); code != http.StatusNoContent {
+						t.Fatalf("round %d: %d %s", round, code, msg)
+					}
+				}
+				hits, misses := testutil.ToFloat64(srvC.m.seriesCacheHits), testutil.ToFloat64(srvC.m.seriesCacheMisses)
+				if want := float64(round * n); hits != want || misses != n {
+					t.Errorf("round %d: %v hits and %v misses, want %v and %d", round, hits, misses, want, n)
+				}
+			}
+			if hits := testutil.ToFloat64(srvP.m.seriesCacheHits) + testutil.ToFloat64(srvP.m.seriesCacheMisses); hits != 0 {
+				t.Errorf("the handler without a cache looked up %v series", hits)
+			}
+			got, want := readAllSeries(t, cached), readAllSeries(t, plain)
+			if strings.Count(got, "\n") != n || got != want {
+				t.Errorf("with the cache the store holds\n%s\nwithout it\n%s", got, want)
+			}
+		})
 	}
 }
 
@@ -223,56 +241,76 @@ func TestLabelPrefix(t *testing.T) {
 // series, samples and histograms as one decoded without it.
 func FuzzDecodeV1Cached(f *testing.F) {
 	seedWrites(f, false)
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var plain writeRequest
-		errPlain := plain.decodeV1(b)
-		c := newSeriesCache(1 << 20)
-		first := writeRequest{cache: c}
-		errFirst := first.decodeV1(b)
-		if (errPlain == nil) != (errFirst == nil) {
-			t.Fatalf("without the cache: %v; with it, empty: %v", errPlain, errFirst)
+	f.Fuzz(func(t *testing.T, b []byte) { checkDecodeCached(t, b, (*writeRequest).decodeV1) })
+}
+
+// FuzzDecodeV2Cached is FuzzDecodeV1Cached for remote write 2.0, whose
+// series are looked up by their decoded labels.
+func FuzzDecodeV2Cached(f *testing.F) {
+	seedWrites(f, true)
+	f.Fuzz(func(t *testing.T, b []byte) { checkDecodeCached(t, b, (*writeRequest).decodeV2) })
+}
+
+func checkDecodeCached(t *testing.T, b []byte, decode func(*writeRequest, []byte) error) {
+	var plain writeRequest
+	errPlain := decode(&plain, b)
+	c := newSeriesCache(1 << 20)
+	first := writeRequest{cache: c}
+	errFirst := decode(&first, b)
+	if (errPlain == nil) != (errFirst == nil) {
+		t.Fatalf("without the cache: %v; with it, empty: %v", errPlain, errFirst)
+	}
+	if errPlain != nil {
+		return
+	}
+	if first.cacheHits != 0 || first.cacheMisses != len(first.learn) {
+		t.Fatalf("an empty cache: %d hits, %d misses, %d to learn", first.cacheHits, first.cacheMisses, len(first.learn))
+	}
+	for _, l := range first.learn {
+		s := first.series[l.i]
+		key := l.key
+		if key == nil {
+			key = appendLabelFields(nil, s.Labels)
 		}
-		if errPlain != nil {
-			return
+		c.put(key, s.Labels, fmt.Appendf(nil, "id-%d", l.i))
+	}
+	second := writeRequest{cache: c}
+	if err := decode(&second, b); err != nil {
+		t.Fatalf("decoded once, refused with the cache: %v", err)
+	}
+	if second.cacheHits != len(first.learn) || len(second.learn) != 0 {
+		t.Fatalf("%d hits and %d to learn after learning %d series", second.cacheHits, len(second.learn), len(first.learn))
+	}
+	for _, r := range []*writeRequest{&first, &second} {
+		if len(r.series) != len(plain.series) || r.numHistograms != plain.numHistograms ||
+			r.numExemplars != plain.numExemplars || (r.badHistogram == nil) != (plain.badHistogram == nil) ||
+			len(r.metadata) != len(plain.metadata) {
+			t.Fatalf("%d series, %d histograms, %d exemplars, %d metadata; without the cache %d, %d, %d, %d",
+				len(r.series), r.numHistograms, r.numExemplars, len(r.metadata), len(plain.series), plain.numHistograms, plain.numExemplars, len(plain.metadata))
 		}
-		if first.cacheHits != 0 || first.cacheMisses != len(first.learn) {
-			t.Fatalf("an empty cache: %d hits, %d misses, %d to learn", first.cacheHits, first.cacheMisses, len(first.learn))
-		}
-		for _, l := range first.learn {
-			c.put(l.key, first.series[l.i].Labels, fmt.Appendf(nil, "id-%d", l.i))
-		}
-		second := writeRequest{cache: c}
-		if err := second.decodeV1(b); err != nil {
-			t.Fatalf("decoded once, refused with the cache: %v", err)
-		}
-		if second.cacheHits != len(first.learn) || len(second.learn) != 0 {
-			t.Fatalf("%d hits and %d to learn after learning %d series", second.cacheHits, len(second.learn), len(first.learn))
-		}
-		for _, r := range []*writeRequest{&first, &second} {
-			if len(r.series) != len(plain.series) || r.numHistograms != plain.numHistograms ||
-				r.numExemplars != plain.numExemplars || (r.badHistogram == nil) != (plain.badHistogram == nil) {
-				t.Fatalf("%d series, %d histograms, %d exemplars; without the cache %d, %d, %d",
-					len(r.series), r.numHistograms, r.numExemplars, len(plain.series), plain.numHistograms, plain.numExemplars)
+		for i, s := range r.series {
+			p := plain.series[i]
+			if !slices.Equal(s.Labels, p.Labels) || len(s.Samples) != len(p.Samples) || len(s.Histograms) != len(p.Histograms) {
+				t.Fatalf("series %d: %v with %d samples and %d histograms; without the cache %v, %d, %d",
+					i, s.Labels, len(s.Samples), len(s.Histograms), p.Labels, len(p.Samples), len(p.Histograms))
 			}
-			for i, s := range r.series {
-				p := plain.series[i]
-				if !slices.Equal(s.Labels, p.Labels) || len(s.Samples) != len(p.Samples) || len(s.Histograms) != len(p.Histograms) {
-					t.Fatalf("series %d: %v with %d samples and %d histograms; without the cache %v, %d, %d",
-						i, s.Labels, len(s.Samples), len(s.Histograms), p.Labels, len(p.Samples), len(p.Histograms))
+			for j, x := range s.Samples {
+				if x.T != p.Samples[j].T || math.Float64bits(x.V) != math.Float64bits(p.Samples[j].V) {
+					t.Fatalf("series %d sample %d: %v, without the cache %v", i, j, x, p.Samples[j])
 				}
-				for j, x := range s.Samples {
-					if x.T != p.Samples[j].T || math.Float64bits(x.V) != math.Float64bits(p.Samples[j].V) {
-						t.Fatalf("series %d sample %d: %v, without the cache %v", i, j, x, p.Samples[j])
-					}
-				}
-				for j, h := range s.Histograms {
-					if h.T != p.Histograms[j].T {
-						t.Fatalf("series %d histogram %d at %d, without the cache at %d", i, j, h.T, p.Histograms[j].T)
-					}
+			}
+			for j, h := range s.Histograms {
+				if h.T != p.Histograms[j].T {
+					t.Fatalf("series %d histogram %d at %d, without the cache at %d", i, j, h.T, p.Histograms[j].T)
 				}
 			}
 		}
-	})
+		for i, md := range r.metadata {
+			if md != plain.metadata[i] {
+				t.Fatalf("metadata %d: %+v, without the cache %+v", i, md, plain.metadata[i])
+			}
+		}
+	}
 }
 
 // TestWriteSeriesCacheConcurrent: senders writing the same series at once

@@ -39,8 +39,9 @@ func (s shape) histograms() int { return s.intHistograms + s.floatHistograms }
 const (
 	seriesCost = int64(unsafe.Sizeof(store.SeriesIn{}))
 	labelCost  = int64(unsafe.Sizeof(labels.Label{}))
+	refsCost   = 16 // a 2.0 label's two symbol references, held while its series is decoded
 	sampleCost = int64(unsafe.Sizeof(store.Sample{}))
-	symbolCost = int64(unsafe.Sizeof(""))
+	symbolCost = int64(unsafe.Sizeof("") + unsafe.Sizeof([]byte(nil))) // bytes as sent, string once asked for
 	// A histogram sample and the histogram it points to.
 	intHistogramCost   = int64(unsafe.Sizeof(store.HistogramSample{}) + unsafe.Sizeof(histogram.Histogram{}))
 	floatHistogramCost = int64(unsafe.Sizeof(store.HistogramSample{}) + unsafe.Sizeof(histogram.FloatHistogram{}))
@@ -68,7 +69,7 @@ const (
 // memory is an upper bound of what decoding a message of decodedLen bytes
 // and shape s allocates.
 func (s shape) memory(decodedLen int) int64 {
-	return int64(s.series)*seriesCost + int64(s.labels)*labelCost + int64(s.samples)*sampleCost +
+	return int64(s.series)*seriesCost + int64(s.labels)*(labelCost+refsCost) + int64(s.samples)*sampleCost +
 		int64(s.symbols)*symbolCost + int64(s.metadata)*metadataCost +
 		int64(s.strings)*stringCost + int64(decodedLen) +
 		int64(s.intHistograms)*intHistogramCost + int64(s.floatHistograms)*floatHistogramCost +

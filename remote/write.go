@@ -38,8 +38,8 @@ type WriteConfig struct {
 	// Timeout bounds the time the store may take to acknowledge a request;
 	// past it the sender gets 503 and retries (default 30s).
 	Timeout time.Duration
-	// SeriesCacheBytes bounds the cache of the remote-write 1.0 series
-	// seen before (seriesCache); 0 means no cache. The store written to
+	// SeriesCacheBytes bounds the cache of the remote-write series seen
+	// before (seriesCache); 0 means no cache. The store written to
 	// must report series IDs (store.SeriesIn.ReportID), as *store.Store
 	// does; with another it stays empty.
 	SeriesCacheBytes int64
@@ -307,15 +307,14 @@ func (h *writeHandler) decode(pw *pooledWrite, resv *reservation, msg string) (*
 		return nil, errorf(http.StatusTooManyRequests, overloaded, h.cfg.MaxBytesInFlight)
 	}
 	req := &pw.req
+	req.cache = h.cache
 	if v2 {
-		req.cache = nil
 		err = req.decodeV2Sized(pw.decoded, sh)
 	} else {
-		req.cache = h.cache
 		err = req.decodeV1Sized(pw.decoded, sh)
-		h.m.seriesCacheHits.Add(float64(req.cacheHits))
-		h.m.seriesCacheMisses.Add(float64(req.cacheMisses))
 	}
+	h.m.seriesCacheHits.Add(float64(req.cacheHits))
+	h.m.seriesCacheMisses.Add(float64(req.cacheMisses))
 	if err != nil {
 		return nil, errorf(http.StatusBadRequest, "decoding %s: %v", msg, err)
 	}
@@ -394,9 +393,16 @@ func (h *writeHandler) write(ctx context.Context, res writeResult, req *writeReq
 // store has returned: until then it may still set IDs.
 func (h *writeHandler) learn(req *writeRequest) {
 	for _, l := range req.learn {
-		if s := &req.series[l.i]; s.ID != nil {
-			h.cache.put(l.key, s.Labels, s.ID)
+		s := &req.series[l.i]
+		if s.ID == nil {
+			continue
 		}
+		key := l.key
+		if key == nil { // 2.0
+			req.keyBuf = appendLabelFields(req.keyBuf[:0], s.Labels)
+			key = req.keyBuf
+		}
+		h.cache.put(key, s.Labels, s.ID)
 	}
 }
 

@@ -104,7 +104,7 @@ func parseFlags(args []string) (*config, error) {
 		Default("128MiB").BytesVar(&c.maxReqMemory)
 	app.Flag("write.max-bytes-in-flight", "Most memory all remote-write requests being served may take, counted as for --write.max-request-memory; beyond it 429 with Retry-After (0: a quarter of the memory available, 64MiB to 4GiB).").
 		Default("0").BytesVar(&c.maxInFlight)
-	app.Flag("write.series-cache-bytes", "Memory for the remote-write 1.0 series seen before, each kept by its label bytes with its labels and series ID so that it is neither decoded, checked nor resolved again (about 600 bytes a series of 6 labels; 0: no cache).").
+	app.Flag("write.series-cache-bytes", "Memory for the remote-write series seen before (1.0 and 2.0), each kept by its label bytes with its labels and series ID so that it is neither checked nor resolved again, nor, in 1.0, decoded (about 600 bytes a series of 6 labels; 0: no cache).").
 		Default("256MiB").BytesVar(&c.seriesCache)
 	app.Flag("write.timeout", "Time the storage has to acknowledge a write before the sender gets 503 and retries.").
 		Default(store.DefaultWriteTimeout.String()).DurationVar(&c.write.Timeout)

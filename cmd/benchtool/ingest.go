@@ -111,11 +111,16 @@ func runIngest(args []string) error {
 	var m cpuMeter
 	fs.Var(&m.pids, "pid", "name=PID of a process whose CPU time to report (repeatable)")
 	tgt := fs.String("target", "", "adapter=URL | prometheus=URL | opentsdb=URL")
+	rw2 := fs.Bool("rw2", false, "send remote write 2.0 (io.prometheus.write.v2.Request) to an adapter or Prometheus, not 1.0")
 	_ = fs.Parse(args)
 	t, err := parseTarget(*tgt)
 	if err != nil {
 		return err
 	}
+	if *rw2 && t.kind == "opentsdb" {
+		return errors.New("-rw2 is for an adapter or Prometheus")
+	}
+	t.rw2 = *rw2
 	if d.start == 0 {
 		return errors.New("-start is required")
 	}

@@ -113,6 +113,7 @@ func sendShards(ctx context.Context, client *http.Client, shards [][]request) (t
 type target struct {
 	kind string // adapter, prometheus, opentsdb
 	url  string // base URL
+	rw2  bool   // remote write 2.0 instead of 1.0
 }
 
 func parseTarget(s string) (target, error) {
@@ -128,6 +129,9 @@ func parseTarget(s string) (target, error) {
 func (t target) encoder() encoder {
 	if t.kind == "opentsdb" {
 		return openTSDBPut(t.url, false)
+	}
+	if t.rw2 {
+		return remoteWrite2(t.url + "/api/v1/write")
 	}
 	return remoteWrite(t.url + "/api/v1/write")
 }

@@ -12,7 +12,9 @@ import (
 
 	"github.com/gogo/protobuf/proto"
 	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 )
 
 // A point is one sample of one series of a set.
@@ -49,15 +51,47 @@ func remoteWrite(url string) encoder {
 				Samples: []prompb.Sample{{Timestamp: p.t, Value: p.v}}})
 		}
 		raw, err := proto.Marshal(&wr)
-		if err != nil {
-			return request{}, fmt.Errorf("encoding write request: %w", err)
+		return writeRequest(url, raw, err, len(pts), "application/x-protobuf", "0.1.0")
+	}
+}
+
+// writeRequest is a remote-write request of the marshalled message raw.
+func writeRequest(url string, raw []byte, err error, points int, contentType, version string) (request, error) {
+	if err != nil {
+		return request{}, fmt.Errorf("encoding write request: %w", err)
+	}
+	return request{url: url, body: snappy.Encode(nil, raw), points: points, headers: map[string]string{
+		"Content-Encoding":                  "snappy",
+		"Content-Type":                      contentType,
+		"X-Prometheus-Remote-Write-Version": version,
+		"User-Agent":                        "benchtool",
+	}}, nil
+}
+
+// remoteWrite2 encodes a Prometheus remote-write 2.0 request as Prometheus
+// sends it: a symbol table of its own per request, each series' labels as
+// references into it (no metadata: the load has none).
+func remoteWrite2(url string) encoder {
+	return func(set []series, pts []point) (request, error) {
+		st := writev2.NewSymbolTable()
+		wr := writev2.Request{Timeseries: make([]writev2.TimeSeries, 0, len(pts))}
+		var b labels.ScratchBuilder
+		var refs []uint32
+		for _, p := range pts {
+			s := set[p.series]
+			b.Reset()
+			b.Add("__name__", s.metric)
+			for _, l := range s.labels {
+				b.Add(l[0], l[1])
+			}
+			b.Sort()
+			refs = st.SymbolizeLabels(b.Labels(), refs[:0])
+			wr.Timeseries = append(wr.Timeseries, writev2.TimeSeries{LabelsRefs: append([]uint32(nil), refs...),
+				Samples: []writev2.Sample{{Timestamp: p.t, Value: p.v}}})
 		}
-		return request{url: url, body: snappy.Encode(nil, raw), points: len(pts), headers: map[string]string{
-			"Content-Encoding":                  "snappy",
-			"Content-Type":                      "application/x-protobuf",
-			"X-Prometheus-Remote-Write-Version": "0.1.0",
-			"User-Agent":                        "benchtool",
-		}}, nil
+		wr.Symbols = st.Symbols()
+		raw, err := wr.Marshal()
+		return writeRequest(url, raw, err, len(pts), "application/x-protobuf;proto=io.prometheus.write.v2.Request", "2.0.0")
 	}
 }
 
