@@ -161,6 +161,10 @@ func Open(dir string, opts Options) (*DB, error) {
 		_ = pdb.Close()
 		return nil, err
 	}
+	if _, err := db.checkKeys(); err != nil {
+		_ = pdb.Close()
+		return nil, err
+	}
 	db.sweepDone = make(chan struct{})
 	if opts.SweepInterval > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
