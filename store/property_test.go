@@ -97,7 +97,9 @@ func randSeries(rng *rand.Rand) []labels.Label {
 		}
 	}
 	if rng.IntN(4) == 0 {
-		ls = append(ls, labels.Label{Name: "id", Value: fmt.Sprintf("ünique-%d", rng.Uint32())})
+		// Some as long as a container image's reference: a UID table row
+		// of that length once went unwritten on the embedded backend.
+		ls = append(ls, labels.Label{Name: "id", Value: fmt.Sprintf("ünique-%d%s", rng.Uint32(), strings.Repeat("@sha256:0f", rng.IntN(3)*rng.IntN(60)))})
 	}
 	slices.SortFunc(ls, func(a, b labels.Label) int { return strings.Compare(a.Name, b.Name) })
 	return ls
