@@ -38,6 +38,9 @@ func (db *DB) checkKeys() (int, error) {
 		return 0, fmt.Errorf("read the key check marker: %w", err)
 	}
 	begin := time.Now()
+	if len(db.tables) > 0 {
+		db.logger.Info("checking every cell key once, for cells a bug in Put left unreadable (see keycheck.go): one pass over the store before it opens")
+	}
 	fams := map[uint32]*famSet{}
 	for _, t := range db.tables {
 		fams[t.id] = t.fams.Load()
