@@ -52,6 +52,7 @@ func (db *DB) checkKeys() (int, error) {
 	}
 	defer it.Close()
 	b := db.pdb.NewBatch()
+	defer func() { _ = b.Close() }()
 	deleted, checked := 0, 0
 	var first, row []byte
 	for it.First(); it.Valid(); it.Next() {
@@ -72,6 +73,7 @@ func (db *DB) checkKeys() (int, error) {
 			if err := b.Commit(pebble.Sync); err != nil {
 				return deleted, fmt.Errorf("check cell keys: delete: %w", err)
 			}
+			_ = b.Close()
 			b = db.pdb.NewBatch()
 		}
 	}

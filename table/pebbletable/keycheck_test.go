@@ -145,3 +145,34 @@ func BenchmarkCheckKeys(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows*perRow), "ns/cell")
 }
+
+// TestCheckKeysBatches: more bad keys than one batch of deletions holds
+// are all deleted.
+func TestCheckKeysBatches(t *testing.T) {
+	db := openTest(t, t.TempDir(), Options{SweepInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	b := db.pdb.NewBatch()
+	const n = 100_000 // of 64 bytes: more than keyCheckBatch
+	for i := range n {
+		k := append(appendTablePrefix(nil, 9), fmt.Sprintf("%059d", i)...)
+		if err := b.Set(k, []byte("value of a cell"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.pdb.Delete(keysCheckedKey, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.checkKeys(); got != n || err != nil {
+		t.Fatalf("deleted %d, want %d: %v", got, n, err)
+	}
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{cellPrefix}, UpperBound: []byte{cellPrefix + 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	if it.First() {
+		t.Errorf("a key is left: %q", it.Key())
+	}
+}
