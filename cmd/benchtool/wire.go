@@ -76,7 +76,6 @@ func remoteWrite2(url string) encoder {
 		st := writev2.NewSymbolTable()
 		wr := writev2.Request{Timeseries: make([]writev2.TimeSeries, 0, len(pts))}
 		var b labels.ScratchBuilder
-		var refs []uint32
 		for _, p := range pts {
 			s := set[p.series]
 			b.Reset()
@@ -85,8 +84,7 @@ func remoteWrite2(url string) encoder {
 				b.Add(l[0], l[1])
 			}
 			b.Sort()
-			refs = st.SymbolizeLabels(b.Labels(), refs[:0])
-			wr.Timeseries = append(wr.Timeseries, writev2.TimeSeries{LabelsRefs: append([]uint32(nil), refs...),
+			wr.Timeseries = append(wr.Timeseries, writev2.TimeSeries{LabelsRefs: st.SymbolizeLabels(b.Labels(), nil),
 				Samples: []writev2.Sample{{Timestamp: p.t, Value: p.v}}})
 		}
 		wr.Symbols = st.Symbols()
