@@ -24,15 +24,18 @@ type setting struct {
 	value int
 }
 
+// uidWidthSettings are the schema row's settings of the UID widths, by kind.
+var uidWidthSettings = [labels2uid.NumKinds]string{"uid.width.metric", "uid.width.tagk", "uid.width.tagv"}
+
 func schemaOf(l rowkey.Layout) []setting {
 	buckets := l.SaltBuckets
 	if buckets == 0 {
 		buckets = 1 // 0 and 1 both mean no salt byte
 	}
 	return []setting{
-		{"uid.width.metric", l.MetricWidth},
-		{"uid.width.tagk", l.TagKWidth},
-		{"uid.width.tagv", l.TagVWidth},
+		{uidWidthSettings[labels2uid.Metric], l.MetricWidth},
+		{uidWidthSettings[labels2uid.TagK], l.TagKWidth},
+		{uidWidthSettings[labels2uid.TagV], l.TagVWidth},
 		{"salt.buckets", buckets},
 		{layoutSetting, cellcodec.LayoutVersion},
 	}

@@ -170,7 +170,9 @@ type storageFlags struct {
 	writeTimeout time.Duration
 }
 
-func addStorageFlags(app *kingpin.Application, c *storageFlags) {
+// addBackendFlags are the flags that name the backend and the tables:
+// what every command needs to find them.
+func addBackendFlags(app *kingpin.Application, c *storageFlags) {
 	app.Flag("storage.path", "Directory of the embedded Pebble store, used when --hbase.zookeeper-quorum is not set.").
 		Default("data/").StringVar(&c.storagePath)
 	app.Flag("hbase.zookeeper-quorum", "ZooKeeper quorum of the HBase cluster (host:port,host:port). When set, samples are stored in HBase instead of --storage.path.").
@@ -179,12 +181,17 @@ func addStorageFlags(app *kingpin.Application, c *storageFlags) {
 		Default("/hbase").StringVar(&c.zkRoot)
 	app.Flag("hbase.rpc-timeout", "Timeout of one HBase RPC attempt.").
 		Default("10s").DurationVar(&c.rpcTimeout)
+	app.Flag("hbase.table-prefix", "Prefix of the table names (<prefix>prom-data, <prefix>prom-uid); may carry a namespace, e.g. 'metrics:'.").
+		Default("").StringVar(&c.tablePrefix)
+	c.multisInFlight = hbase.DefaultWriteMultisInFlight // for commands without the write flags
+}
+
+func addStorageFlags(app *kingpin.Application, c *storageFlags) {
+	addBackendFlags(app, c)
 	app.Flag("hbase.coalesce-writes", "Let concurrent write requests share HBase Multi calls: while --hbase.write-multis-in-flight Multis are in flight to a region server, the requests for that server wait and the next carries them all. Each request is still answered only once its own samples are acknowledged.").
 		Default("true").BoolVar(&c.coalesce)
 	app.Flag("hbase.write-multis-in-flight", "With --hbase.coalesce-writes, how many Multi calls of writes go to one region server at once before further requests for it wait to share the next: fewer merge more requests into each (less HBase CPU per sample), more keep more of the region server's handlers busy.").
 		Default(strconv.Itoa(hbase.DefaultWriteMultisInFlight)).IntVar(&c.multisInFlight)
-	app.Flag("hbase.table-prefix", "Prefix of the table names (<prefix>prom-data, <prefix>prom-uid); may carry a namespace, e.g. 'metrics:'.").
-		Default("").StringVar(&c.tablePrefix)
 	app.Flag("storage.retention", "How long samples are kept, counted from each sample's own time (0: forever). Becomes the data table's TTL.").
 		Default("0s").IsSetByUser(&c.retentionSet).SetValue(&c.retention)
 	app.Flag("uid.width.metric", "Bytes of a metric-name UID (1..8). Fixed when the tables are created.").
@@ -240,8 +247,13 @@ func (c *storageFlags) storeConfig(dataRegions int, reg prometheus.Registerer, l
 }
 
 func run(args []string) int {
-	if len(args) > 0 && args[0] == "import" {
-		return runImport(args[1:])
+	if len(args) > 0 {
+		switch args[0] {
+		case "import":
+			return runImport(args[1:])
+		case "check-uids":
+			return runCheckUIDs(args[1:])
+		}
 	}
 	cfg, err := parseFlags(args)
 	if err != nil {
