@@ -89,7 +89,7 @@ func TestCheck(t *testing.T) {
 		// SharedUID: "c" is given the UID of "a".
 		put(t, tbl, []byte("c"), FamilyID, Metric, uidb(Metric, metrics[1]))
 		// AboveCounter: "far" and its reverse row, ten past the counter.
-		far := tagks[1] + 10
+		far := uint64(len(tagks)) + 10 // the counter is len(tagks): which string got which UID is open
 		put(t, tbl, []byte("far"), FamilyID, TagK, uidb(TagK, far))
 		put(t, tbl, uidb(TagK, far), FamilyName, TagK, []byte("far"))
 		// BadCell: a forward row of the wrong width, a reverse row of the
@@ -127,7 +127,7 @@ func TestCheck(t *testing.T) {
 			WrongReverse:   fmt.Sprintf(`tagv wrong reverse mapping: "y" -> %d: the reverse row of %d holds "bogus"`, tagvs[1], tagvs[1]),
 			SecondUID:      fmt.Sprintf(`tagv string with a second UID: %q -> %d`, long, tagvs[3]),
 			UnusedReverse:  fmt.Sprintf(`tagv unused reverse mapping: "never-forwarded" -> %d`, hi),
-			AboveCounter:   fmt.Sprintf(`tagk UID above the counter: "" -> %d: the tagk counter is %d`, far, tagks[1]),
+			AboveCounter:   fmt.Sprintf(`tagk UID above the counter: "" -> %d: the tagk counter is %d`, far, len(tagks)),
 		} {
 			if got := findings(rep, p); len(got) != 1 || !strings.HasPrefix(got[0], want) {
 				t.Errorf("%s: %q, want one beginning %q", p, got, want)
