@@ -30,8 +30,20 @@ const (
 	// samples of both strings are stored as one. Not fixed: which data
 	// belongs to which string is lost.
 	SharedUID
-	// AboveCounter: a UID in the table is above its kind's counter, so a
-	// later assignment would hand it out again. Fixed by advancing the
+	// UnnamedInData: data rows use a UID that neither a forward nor a
+	// reverse row names (CheckOptions.InUse), so reads of those rows fail.
+	// Not fixed: the string is lost.
+	UnnamedInData
+	// ForwardLost: data rows use a UID whose reverse row names a string
+	// that has no forward row, or whose forward row names another UID:
+	// exact matchers on the string miss those rows (the embedded store's
+	// bug for long row keys lost forward rows). Fixed where the forward row
+	// is absent, by writing it from the reverse row (a conditional put, as
+	// an assignment's); where the string has been assigned another UID
+	// since, only re-imported samples can be found by it.
+	ForwardLost
+	// AboveCounter: a UID in the table (or in data rows) is above its
+	// kind's counter, so a later assignment would hand it out again. Fixed by advancing the
 	// counter past it.
 	AboveCounter
 	// BadCell: a cell of the id or name family that no version of the
@@ -43,7 +55,8 @@ const (
 	// assignment another writer won and whose reverse row could not be
 	// removed; it holds samples that exact matchers no longer find when
 	// the forward row was lost (the embedded store before its fix for long
-	// row keys). Reported, not fixed.
+	// row keys); with CheckOptions.InUse, a UID data rows use is reported
+	// as ForwardLost instead. Reported, not fixed.
 	SecondUID
 	// UnusedReverse: a reverse row whose string has no forward row: a UID
 	// reserved by an assignment that failed between its two writes, unused
@@ -55,7 +68,7 @@ const (
 
 var problemNames = [numProblems]string{
 	"missing reverse mapping", "wrong reverse mapping", "UID shared by two strings",
-	"UID above the counter", "malformed cell", "string with a second UID", "unused reverse mapping",
+	"UID in data rows without a name", "lost forward mapping", "UID above the counter", "malformed cell", "string with a second UID", "unused reverse mapping",
 }
 
 func (p Problem) String() string {
@@ -97,8 +110,10 @@ func (f Finding) String() string {
 // KindStats counts a kind's rows.
 type KindStats struct {
 	Forward, Reverse int
+	// InData is the number of distinct UIDs of the kind in CheckOptions.InUse.
+	InData int
 	// Counter is the kind's counter, read after the scan; MaxUID the
-	// largest UID any row names.
+	// largest UID any row names or data row uses.
 	Counter, MaxUID uint64
 }
 
@@ -133,7 +148,30 @@ type CheckOptions struct {
 	// MaxListed bounds the findings of each problem kept in the report
 	// (all are counted); 0 means 100.
 	MaxListed int
-	Logger    *slog.Logger
+	// InUse, when set, holds the UIDs data rows use, gathered before Check
+	// is called: each must be named, and counted by its kind's counter.
+	// (A data row is written after its UIDs' reverse rows, so UIDs
+	// gathered first are all in the scans that follow.)
+	InUse  *InUse
+	Logger *slog.Logger
+}
+
+// InUse is a set of UIDs of each kind that data rows use. Its memory is
+// about 40 bytes a distinct UID.
+type InUse struct {
+	uids [NumKinds]map[uint64]struct{}
+}
+
+// Add records that a data row uses UID v of kind k; UID 0 (the empty
+// string) is always named and is not recorded.
+func (u *InUse) Add(k Kind, v uint64) {
+	if v == 0 {
+		return
+	}
+	if u.uids[k] == nil {
+		u.uids[k] = map[uint64]struct{}{}
+	}
+	u.uids[k][v] = struct{}{}
 }
 
 // Check reads the whole UID table (both families, once) and reports where
@@ -313,6 +351,7 @@ func (c *checker) scanReverse(ctx context.Context) error {
 // counter.
 func (c *checker) checkKind(ctx context.Context, k Kind) error {
 	m := &c.kinds[k]
+	c.checkInUse(k)
 	// Forward rows whose reverse row is absent or names another string.
 	var suspects []string
 	for name, u := range m.byName {
@@ -333,7 +372,7 @@ func (c *checker) checkKind(ctx context.Context, k Kind) error {
 	}
 	// Reverse rows whose string's forward row is absent or names another
 	// UID.
-	var unused, second []uint64
+	var unused, second, lost []uint64
 	for u, name := range m.reverse {
 		if f, ok := m.byName[name]; ok && f == u {
 			continue
@@ -341,11 +380,17 @@ func (c *checker) checkKind(ctx context.Context, k Kind) error {
 		if _, named := m.byUID[u]; named {
 			continue // a forward row names u for another string: reported above
 		}
-		if _, ok := m.byName[name]; ok {
+		switch _, ok := m.byName[name]; {
+		case c.inUse(k, u):
+			lost = append(lost, u)
+		case ok:
 			second = append(second, u)
-		} else {
+		default:
 			unused = append(unused, u)
 		}
+	}
+	if err := c.restoreForward(ctx, k, lost); err != nil {
+		return err
 	}
 	slices.Sort(unused)
 	slices.Sort(second)
@@ -357,6 +402,91 @@ func (c *checker) checkKind(ctx context.Context, k Kind) error {
 		c.add(Finding{Problem: UnusedReverse, Kind: k, Name: m.reverse[u], UID: u, Detail: "no forward row for the string"})
 	}
 	return c.checkCounter(ctx, k)
+}
+
+func (c *checker) inUse(k Kind, u uint64) bool {
+	if c.opts.InUse == nil {
+		return false
+	}
+	_, ok := c.opts.InUse.uids[k][u]
+	return ok
+}
+
+// restoreForward reports the UIDs data rows use whose string's forward row
+// is lost, and with Fix writes the forward rows that are absent from the
+// reverse rows. The put is conditional, as an assignment's: a writer that
+// assigned the string meanwhile wins, and that string is reported as not
+// fixed.
+func (c *checker) restoreForward(ctx context.Context, k Kind, uids []uint64) error {
+	m := &c.kinds[k]
+	slices.Sort(uids)
+	var puts []table.CondPut
+	var fixable []int
+	found := make([]Finding, len(uids))
+	for i, u := range uids {
+		name := m.reverse[u]
+		found[i] = Finding{Problem: ForwardLost, Kind: k, Name: name, UID: u}
+		if f, ok := m.byName[name]; ok {
+			found[i].Detail = fmt.Sprintf("data rows use it; the string's forward row names UID %d, so exact matchers miss them", f)
+			continue
+		}
+		found[i].Detail = "data rows use it; the string has no forward row, so exact matchers miss them"
+		if c.opts.Fix {
+			// Of two lost UIDs of one string the first is restored; the
+			// second then finds this forward row above.
+			m.byName[name] = u
+			row := []byte(name)
+			uidb := AppendUID(nil, u, c.widths[k])
+			puts = append(puts, table.CondPut{Row: row, Family: FamilyID, Qualifier: qualifiers[k], Put: []table.Cell{{
+				Row: row, Family: FamilyID, Qualifier: qualifiers[k], Timestamp: table.LatestTimestamp, Value: uidb,
+			}}})
+			fixable = append(fixable, i)
+		}
+	}
+	if len(puts) > 0 {
+		written, err := c.tbl.CheckAndPutBatch(ctx, puts)
+		if err != nil {
+			return fmt.Errorf("write %d %s forward mappings: %w", len(puts), k, err)
+		}
+		n := 0
+		for j, i := range fixable {
+			if written[j] {
+				found[i].Fixed = true
+				n++
+			}
+		}
+		c.opts.Logger.Info("wrote lost forward mappings from their reverse rows", "kind", k.String(), "count", n)
+	}
+	for _, f := range found {
+		c.add(f)
+	}
+	return nil
+}
+
+// checkInUse reports the UIDs data rows use that no row of the table
+// names. One that a forward row names is a missing or wrong reverse row,
+// reported (and fixed) as such.
+func (c *checker) checkInUse(k Kind) {
+	if c.opts.InUse == nil {
+		return
+	}
+	m := &c.kinds[k]
+	st := &c.rep.Kinds[k]
+	var unnamed []uint64
+	for u := range c.opts.InUse.uids[k] {
+		st.InData++
+		st.MaxUID = max(st.MaxUID, u)
+		if _, ok := m.reverse[u]; ok {
+			continue
+		}
+		if _, ok := m.byUID[u]; !ok {
+			unnamed = append(unnamed, u)
+		}
+	}
+	slices.Sort(unnamed)
+	for _, u := range unnamed {
+		c.add(Finding{Problem: UnnamedInData, Kind: k, UID: u, Detail: "data rows use it; no forward or reverse row names it"})
+	}
 }
 
 // confirmReverse reads the reverse rows of the suspect forward rows again

@@ -3,6 +3,7 @@ package labels2uid
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -264,4 +265,76 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/string")
+}
+
+// TestCheckInUse checks the UIDs data rows use against the table: a UID
+// nothing names, a string whose forward row was lost (restorable, and
+// reassigned since), and counters behind the data (a UID table restored from
+// an older snapshot than the data table).
+func TestCheckInUse(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
+		ctx := context.Background()
+		tbl := uidTable(t, db, prefix+"uid")
+		r := newResolver(t, tbl, Config{})
+		v := assignAll(t, r, TagV, "a", "b", "c")
+		uidb := func(u uint64) []byte { return AppendUID(nil, u, DefaultWidths[TagV]) }
+		del(t, tbl, uidb(v[0]), FamilyName, TagV) // "a": reverse row lost
+		del(t, tbl, []byte("b"), FamilyID, TagV)  // "b": forward row lost
+		del(t, tbl, []byte("c"), FamilyID, TagV)  // "c": forward row lost, then reassigned
+		c2 := assignAll(t, newResolver(t, tbl, Config{}), TagV, "c")[0]
+
+		var used InUse
+		for _, u := range []uint64{v[0], v[1], v[2], 50, 0} {
+			used.Add(TagV, u)
+		}
+		used.Add(Metric, 7)
+		run := func(fix bool) *CheckReport {
+			rep, err := Check(ctx, tbl, DefaultWidths, CheckOptions{InUse: &used, Fix: fix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rep
+		}
+		rep := run(false)
+		want := [numProblems]int{MissingReverse: 1, UnnamedInData: 2, ForwardLost: 2, AboveCounter: 2}
+		if rep.Counts != want {
+			t.Fatalf("counts = %v, want %v; findings:\n%s", rep.Counts, want, strings.Join(findingLines(rep), "\n"))
+		}
+		if got := rep.Kinds[TagV]; got.InData != 4 || got.MaxUID != 50 || got.Counter != 4 {
+			t.Errorf("tagv stats = %+v, want 4 UIDs in data, highest 50, counter 4", got)
+		}
+		for p, want := range map[Problem][]string{
+			UnnamedInData: {"metrics UID in data rows without a name: \"\" -> 7", "tagv UID in data rows without a name: \"\" -> 50"},
+			ForwardLost: {
+				fmt.Sprintf(`tagv lost forward mapping: "b" -> %d: data rows use it; the string has no forward row`, v[1]),
+				fmt.Sprintf(`tagv lost forward mapping: "c" -> %d: data rows use it; the string's forward row names UID %d`, v[2], c2),
+			},
+		} {
+			got := findings(rep, p)
+			slices.Sort(got)
+			if len(got) != len(want) {
+				t.Errorf("%s: %q, want %q", p, got, want)
+				continue
+			}
+			for i := range want {
+				if !strings.HasPrefix(got[i], want[i]) {
+					t.Errorf("%s: %q, want one beginning %q", p, got[i], want[i])
+				}
+			}
+		}
+
+		rep = run(true)
+		if rep.Fixed != [numProblems]int{MissingReverse: 1, ForwardLost: 1, AboveCounter: 2} {
+			t.Errorf("fixed = %v, want the reverse row of a, the forward row of b, both counters", rep.Fixed)
+		}
+		rep = run(false)
+		if want := ([numProblems]int{UnnamedInData: 2, ForwardLost: 1}); rep.Counts != want {
+			t.Errorf("after the fix: counts = %v, want %v; findings:\n%s", rep.Counts, want, strings.Join(findingLines(rep), "\n"))
+		}
+		var b Batch
+		b.Add(TagV, "b")
+		if err := newResolver(t, tbl, Config{}).Lookup(ctx, &b); err != nil || b.UIDs[TagV][0] != v[1] {
+			t.Errorf(`"b" looks up as %v (%v), want its old UID %d`, b.UIDs[TagV], err, v[1])
+		}
+	})
 }

@@ -6,31 +6,98 @@ import (
 	"strconv"
 
 	"github.com/prom-hbase/prom-hbase/labels2uid"
+	"github.com/prom-hbase/prom-hbase/rowkey"
 	"github.com/prom-hbase/prom-hbase/table"
 )
 
+// UIDCheck is what CheckUIDs found.
+type UIDCheck struct {
+	*labels2uid.CheckReport
+	// DataRows is the number of data table rows read (with data), and
+	// BadDataKeys the number of them whose key does not parse in the
+	// tables' layout.
+	DataRows, BadDataKeys int
+}
+
 // CheckUIDs checks the UID table of the tables named by prefix
-// (labels2uid.Check) with the UID widths its schema row records. It creates
-// and alters nothing; with opts.Fix it writes what Check repairs.
-func CheckUIDs(ctx context.Context, db table.DB, prefix string, opts labels2uid.CheckOptions) (*labels2uid.CheckReport, error) {
+// (labels2uid.Check) in the layout its schema row records. With data, it
+// first reads every row key of the data table (keys only) and checks the
+// UIDs they use too: each must be named, and below its kind's counter. It
+// creates and alters nothing; with opts.Fix it writes what Check repairs.
+func CheckUIDs(ctx context.Context, db table.DB, prefix string, data bool, opts labels2uid.CheckOptions) (*UIDCheck, error) {
 	name := prefix + UIDTableSuffix
-	tbl, err := db.Table(ctx, name)
+	uidTbl, err := db.Table(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("open the UID table %s: %w", name, err)
 	}
-	got, err := readSchema(ctx, tbl)
+	l, err := recordedLayout(ctx, uidTbl)
 	if err != nil {
+		return nil, fmt.Errorf("the UID table %s: %w", name, err)
+	}
+	res := &UIDCheck{}
+	if data {
+		// Before the UID table's scans: a data row is written after its
+		// UIDs' mappings, so those scans find every UID gathered here.
+		opts.InUse = &labels2uid.InUse{}
+		if res.DataRows, res.BadDataKeys, err = gatherUIDs(ctx, db, prefix+DataTableSuffix, l, opts.InUse); err != nil {
+			return nil, err
+		}
+	}
+	widths := labels2uid.Widths{l.MetricWidth, l.TagKWidth, l.TagVWidth}
+	if res.CheckReport, err = labels2uid.Check(ctx, uidTbl, widths, opts); err != nil {
 		return nil, err
 	}
-	var widths labels2uid.Widths
-	for k, s := range uidWidthSettings {
-		v, ok := got[s]
+	return res, nil
+}
+
+// recordedLayout is the row-key layout the schema row records.
+func recordedLayout(ctx context.Context, uidTbl table.Table) (rowkey.Layout, error) {
+	got, err := readSchema(ctx, uidTbl)
+	if err != nil {
+		return rowkey.Layout{}, err
+	}
+	var v [labels2uid.NumKinds + 1]int
+	for i, s := range append(uidWidthSettings[:], "salt.buckets") {
+		b, ok := got[s]
 		if !ok {
-			return nil, fmt.Errorf("the UID table %s has no schema row with %s: not created by this adapter", name, s)
+			return rowkey.Layout{}, fmt.Errorf("no schema row with %s: not created by this adapter", s)
 		}
-		if widths[k], err = strconv.Atoi(string(v)); err != nil {
-			return nil, fmt.Errorf("schema row: setting %s is %q: %w", s, v, err)
+		if v[i], err = strconv.Atoi(string(b)); err != nil {
+			return rowkey.Layout{}, fmt.Errorf("schema row: setting %s is %q: %w", s, b, err)
 		}
 	}
-	return labels2uid.Check(ctx, tbl, widths, opts)
+	l := rowkey.Layout{MetricWidth: v[labels2uid.Metric], TagKWidth: v[labels2uid.TagK], TagVWidth: v[labels2uid.TagV], SaltBuckets: v[labels2uid.NumKinds]}
+	if err := l.Validate(); err != nil {
+		return rowkey.Layout{}, fmt.Errorf("schema row: %w", err)
+	}
+	return l, nil
+}
+
+// gatherUIDs reads every row key of the data table and adds the UIDs each
+// uses to in.
+func gatherUIDs(ctx context.Context, db table.DB, name string, l rowkey.Layout, in *labels2uid.InUse) (rows, bad int, err error) {
+	tbl, err := db.Table(ctx, name)
+	if err != nil {
+		return 0, 0, fmt.Errorf("open the data table %s: %w", name, err)
+	}
+	sc := tbl.Scan(ctx, table.ScanOptions{KeyOnly: true, FirstCellOnly: true, RowsPerCall: 4096})
+	defer sc.Close()
+	for sc.Next() {
+		rows++
+		k, err := l.Parse(sc.At().Key)
+		if err != nil {
+			bad++
+			continue
+		}
+		in.Add(labels2uid.Metric, k.Metric)
+		for i := range l.TagCount(k) {
+			p := l.TagAt(k, i)
+			in.Add(labels2uid.TagK, p.K)
+			in.Add(labels2uid.TagV, p.V)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return rows, bad, fmt.Errorf("scan the row keys of %s: %w", name, err)
+	}
+	return rows, bad, nil
 }

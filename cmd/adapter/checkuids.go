@@ -23,17 +23,20 @@ type checkUIDsFlags struct {
 	log promslog.Config
 	storageFlags
 	fix       bool
+	data      bool
 	maxListed int
 }
 
 func parseCheckUIDsFlags(args []string) (*checkUIDsFlags, error) {
-	app := kingpin.New("adapter check-uids", "Check the UID table: that every forward mapping (string -> UID) has its reverse mapping (UID -> string), that no UID names two strings, and that no UID in use is above its kind's counter, as OpenTSDB's `uid fsck` does. It reads the whole table once. Safe while adapters write to HBase; the embedded store must be stopped first (one process opens it). Exit status 0 when nothing harmful is left, 1 otherwise.")
+	app := kingpin.New("adapter check-uids", "Check the UID table: that every forward mapping (string -> UID) has its reverse mapping (UID -> string), that no UID names two strings, and that no UID in use is above its kind's counter, as OpenTSDB's `uid fsck` does; with --data, also the UIDs the data table's rows use. It reads the whole UID table once. Safe while adapters write to HBase; the embedded store must be stopped first (one process opens it). Exit status 0 when nothing harmful is left, 1 otherwise.")
 	app.HelpFlag.Short('h')
 	f := &checkUIDsFlags{}
 	promslogflag.AddFlags(app, &f.log)
 	addBackendFlags(app, &f.storageFlags)
 	app.Flag("fix", "Repair what can be repaired: write missing and wrong reverse mappings from their forward mappings (forward mappings are what writes use, and never change), and advance a counter past the UIDs in use. UIDs shared by two strings, malformed cells and strings with a second UID are reported only.").
 		BoolVar(&f.fix)
+	app.Flag("data", "Also read every row key of the data table (keys only, before the UID table) and check the UIDs the rows use: each must be named, by the forward mapping of the string its reverse mapping names, and below its kind's counter. Run it after restoring tables from snapshots, before starting adapters. With --fix it also writes lost forward mappings back from their reverse mappings where the string has none. It costs a scan of the data table.").
+		BoolVar(&f.data)
 	app.Flag("max-listed", "Findings of each problem listed (all are counted).").
 		Default("100").IntVar(&f.maxListed)
 	if _, err := app.Parse(args); err != nil {
@@ -68,13 +71,20 @@ func runCheckUIDs(args []string) int {
 	}
 	defer db.Close()
 	began := time.Now()
-	rep, err := store.CheckUIDs(ctx, db, f.tablePrefix, labels2uid.CheckOptions{Fix: f.fix, MaxListed: f.maxListed, Logger: logger})
+	res, err := store.CheckUIDs(ctx, db, f.tablePrefix, f.data, labels2uid.CheckOptions{Fix: f.fix, MaxListed: f.maxListed, Logger: logger})
 	if err != nil {
 		logger.Error("check-uids failed", "err", err)
 		return 1
 	}
-	printCheckReport(os.Stdout, f.tablePrefix+store.UIDTableSuffix, rep, f.maxListed, time.Since(began))
-	if rep.Unfixed() > 0 {
+	if f.data {
+		fmt.Printf("data table %s: %d rows read", f.tablePrefix+store.DataTableSuffix, res.DataRows)
+		if res.BadDataKeys > 0 {
+			fmt.Printf(", %d with a key that does not parse in the tables' layout", res.BadDataKeys)
+		}
+		fmt.Println()
+	}
+	printCheckReport(os.Stdout, f.tablePrefix+store.UIDTableSuffix, res.CheckReport, f.data, f.maxListed, time.Since(began))
+	if res.Unfixed() > 0 || res.BadDataKeys > 0 {
 		return 1
 	}
 	return 0
@@ -82,13 +92,17 @@ func runCheckUIDs(args []string) int {
 
 // printCheckReport writes what a check found: the rows of each kind, the
 // findings, and a last line that says whether anything harmful is left.
-func printCheckReport(w io.Writer, table string, rep *labels2uid.CheckReport, maxListed int, took time.Duration) {
+func printCheckReport(w io.Writer, table string, rep *labels2uid.CheckReport, withData bool, maxListed int, took time.Duration) {
 	fmt.Fprintf(w, "UID table %s: %d cells read in %s\n\n", table, rep.Cells, took.Round(time.Millisecond))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kind\tforward rows\treverse rows\tcounter\thighest UID in use\t")
+	fmt.Fprintln(tw, "kind\tforward rows\treverse rows\tUIDs in data rows\tcounter\thighest UID in use\t")
 	for k := range labels2uid.Kind(labels2uid.NumKinds) {
 		s := rep.Kinds[k]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t\n", k, s.Forward, s.Reverse, s.Counter, s.MaxUID)
+		inData := "-"
+		if withData {
+			inData = fmt.Sprint(s.InData)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t\n", k, s.Forward, s.Reverse, inData, s.Counter, s.MaxUID)
 	}
 	tw.Flush()
 	if len(rep.Findings) > 0 {

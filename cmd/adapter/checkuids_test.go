@@ -13,9 +13,10 @@ import (
 	"github.com/prom-hbase/prom-hbase/table/pebbletable"
 )
 
-// deleteReverse removes the first tagv reverse mapping of the embedded
-// store at dir and returns its string.
-func deleteReverse(t *testing.T, dir string) string {
+// deleteMapping removes the first tagv reverse mapping of the embedded
+// store at dir, or the forward mapping of its string, and returns the
+// string.
+func deleteMapping(t *testing.T, dir string, forward bool) string {
 	t.Helper()
 	ctx := context.Background()
 	db, err := pebbletable.Open(dir, pebbletable.Options{})
@@ -32,10 +33,14 @@ func deleteReverse(t *testing.T, dir string) string {
 	for sc.Next() {
 		for _, c := range sc.At().Cells {
 			if string(c.Qualifier) == "tagv" {
+				name := string(c.Value)
+				if forward {
+					c = table.Cell{Row: c.Value, Family: labels2uid.FamilyID, Qualifier: c.Qualifier}
+				}
 				if err := tbl.Delete(ctx, []table.Cell{c}); err != nil {
 					t.Fatal(err)
 				}
-				return string(c.Value)
+				return name
 			}
 		}
 	}
@@ -51,10 +56,10 @@ func TestCheckUIDsCommand(t *testing.T) {
 	}
 	check := []string{"check-uids", "--storage.path=" + data}
 	out, code := runAdapter(t, check...)
-	if code != 0 || !strings.Contains(out, "no problems found") || !regexp.MustCompile(`tagv +5 +5 +5 +5\n`).MatchString(out) {
+	if code != 0 || !strings.Contains(out, "no problems found") || !regexp.MustCompile(`tagv +5 +5 +- +5 +5\n`).MatchString(out) {
 		t.Fatalf("a store written by the adapter: exit %d\n%s", code, out)
 	}
-	gone := deleteReverse(t, data)
+	gone := deleteMapping(t, data, false)
 	out, code = runAdapter(t, check...)
 	if code != 1 || !strings.Contains(out, `tagv missing reverse mapping: "`+gone+`"`) || !strings.Contains(out, "1 harmful problems left") {
 		t.Errorf("a reverse mapping deleted: exit %d\n%s", code, out)
@@ -65,6 +70,25 @@ func TestCheckUIDsCommand(t *testing.T) {
 	}
 	if out, code = runAdapter(t, check...); code != 0 || !strings.Contains(out, "no problems found") {
 		t.Errorf("after --fix: exit %d\n%s", code, out)
+	}
+	// A forward mapping lost: the UID table alone shows a harmless unused
+	// reverse row; the data rows show that it is used, and --fix writes
+	// the forward mapping back.
+	gone = deleteMapping(t, data, true)
+	if out, code = runAdapter(t, check...); code != 0 || !strings.Contains(out, `tagv unused reverse mapping: "`+gone+`"`) {
+		t.Errorf("a forward mapping deleted, without --data: exit %d\n%s", code, out)
+	}
+	withData := append(check, "--data")
+	out, code = runAdapter(t, withData...)
+	if code != 1 || !strings.Contains(out, "data table prom-data: 3 rows read") || !strings.Contains(out, `tagv lost forward mapping: "`+gone+`"`) ||
+		!regexp.MustCompile(`tagv +4 +5 +5 +5 +5\n`).MatchString(out) {
+		t.Errorf("--data: exit %d\n%s", code, out)
+	}
+	if out, code = runAdapter(t, append(withData, "--fix")...); code != 0 || !strings.Contains(out, "1 lost forward mapping (harmful), 1 fixed") {
+		t.Errorf("--data --fix: exit %d\n%s", code, out)
+	}
+	if out, code = runAdapter(t, withData...); code != 0 || !strings.Contains(out, "no problems found") {
+		t.Errorf("--data after --fix: exit %d\n%s", code, out)
 	}
 	if out, code = runAdapter(t, "check-uids", "--storage.path="+filepath.Join(data, "nowhere")); code != 1 || !strings.Contains(out, "no embedded store there") {
 		t.Errorf("no store: exit %d\n%s", code, out)
