@@ -251,8 +251,8 @@ func run(args []string) int {
 		switch args[0] {
 		case "import":
 			return runImport(args[1:])
-		case "check-uids":
-			return runCheckUIDs(args[1:])
+		case "check":
+			return runCheck(args[1:])
 		}
 	}
 	cfg, err := parseFlags(args)

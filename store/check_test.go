@@ -3,19 +3,22 @@ package store
 import (
 	"context"
 	"encoding/binary"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/prom-hbase/prom-hbase/labels2uid"
 	"github.com/prom-hbase/prom-hbase/table"
 )
 
-// TestCheckUIDsData stages a UID table restored from a snapshot older than
+// TestCheckTablesData stages a UID table restored from a snapshot older than
 // the data table's: the newest tag value's mappings are gone and its
 // counter is behind. Without the data rows the UID table looks sound;
 // with them, the unnamed UID and the counter are found, and the counter is
 // advanced, so that no later assignment reuses the UID.
-func TestCheckUIDsData(t *testing.T) {
+func TestCheckTablesData(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
 		ctx := context.Background()
 		s := openStore(t, db, Config{TablePrefix: prefix})
@@ -47,11 +50,11 @@ func TestCheckUIDsData(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		res, err := CheckUIDs(ctx, db, prefix, false, labels2uid.CheckOptions{})
+		res, err := CheckTables(ctx, db, prefix, false, labels2uid.CheckOptions{})
 		if err != nil || res.Unfixed() != 0 || res.DataRows != 0 {
 			t.Fatalf("the UID table alone: %v, %d harmful, %d data rows, findings %v", err, res.Unfixed(), res.DataRows, res.Findings)
 		}
-		res, err = CheckUIDs(ctx, db, prefix, true, labels2uid.CheckOptions{Fix: true})
+		res, err = CheckTables(ctx, db, prefix, true, labels2uid.CheckOptions{Fix: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,6 +74,71 @@ func TestCheckUIDsData(t *testing.T) {
 		rows, err = uidTbl.Get(ctx, labels2uid.FamilyID, [][]byte{[]byte("c")})
 		if err != nil || len(rows[0].Cells) != 1 || string(rows[0].Cells[0].Value) != "\x00\x00\x00\x03" {
 			t.Fatalf("forward row of the new value: %v, %v; want UID 3", rows, err)
+		}
+	})
+}
+
+// TestCheckTablesMarks stages a compaction table restored from a snapshot
+// older than the data table's: raw cells whose marks are gone, which reads
+// skip. The check finds their bucket-hours, and its fix makes them read.
+func TestCheckTablesMarks(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
+		ctx := context.Background()
+		s := openStore(t, db, Config{TablePrefix: prefix})
+		base := 1_700_000_000_000 / hour * hour
+		up := mustMatcher(t, labels.MatchEqual, "__name__", "up")
+		if err := s.Write(ctx, []SeriesIn{
+			{Labels: lbls("__name__", "up", "job", "a"), Samples: []Sample{{T: base, V: 1}, {T: base + hour, V: 2}}},
+			{Labels: lbls("__name__", "up", "job", "b"), Samples: []Sample{{T: base, V: 3}}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		q := Query{Start: base, End: base + 2*hour, Matchers: []*labels.Matcher{up}}
+		want := collect(t, s.Select(ctx, q))
+		if strings.Count(want, ":") != 3 {
+			t.Fatalf("before: %s", want)
+		}
+		res, err := CheckTables(ctx, db, prefix, true, labels2uid.CheckOptions{})
+		if err != nil || res.Harmful() != 0 || res.RawRows != 3 || len(res.Unmarked) != 0 {
+			t.Fatalf("a store as written: %v, %d harmful, %d raw rows, unmarked %v", err, res.Harmful(), res.RawRows, res.Unmarked)
+		}
+
+		compact, err := db.Table(ctx, prefix+CompactTableSuffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var marks []table.Cell
+		sc := compact.Scan(ctx, table.ScanOptions{})
+		for sc.Next() {
+			for _, c := range sc.At().Cells { // valid until Next: copied
+				marks = append(marks, table.Cell{Row: slices.Clone(c.Row), Family: c.Family, Qualifier: slices.Clone(c.Qualifier)})
+			}
+		}
+		sc.Close()
+		if err := sc.Err(); err != nil || len(marks) == 0 {
+			t.Fatalf("marks: %d, %v", len(marks), err)
+		}
+		if err := compact.Delete(ctx, marks); err != nil {
+			t.Fatal(err)
+		}
+		if got := collect(t, s.Select(ctx, q)); got == want {
+			t.Fatalf("the marks deleted, the samples still read:\n%s", got)
+		}
+
+		res, err = CheckTables(ctx, db, prefix, true, labels2uid.CheckOptions{Fix: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Series a's bucket for both hours, and b's for the first hour
+		// unless it is a's.
+		if n := len(res.Unmarked); n < 2 || n > 3 || !res.MarksFixed || res.Harmful() != 0 {
+			t.Fatalf("with the marks deleted: unmarked %v (fixed %v), %d harmful", res.Unmarked, res.MarksFixed, res.Harmful())
+		}
+		if got := collect(t, s.Select(ctx, q)); got != want {
+			t.Errorf("after the fix:\n%s\nwant\n%s", got, want)
+		}
+		if res, err = CheckTables(ctx, db, prefix, true, labels2uid.CheckOptions{}); err != nil || len(res.Unmarked) != 0 {
+			t.Errorf("checked again: %v, unmarked %v", err, res.Unmarked)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 
 	"github.com/prom-hbase/prom-hbase/labels2uid"
@@ -10,21 +11,38 @@ import (
 	"github.com/prom-hbase/prom-hbase/table"
 )
 
-// UIDCheck is what CheckUIDs found.
-type UIDCheck struct {
+// TableCheck is what CheckTables found.
+type TableCheck struct {
 	*labels2uid.CheckReport
 	// DataRows is the number of data table rows read (with data), and
 	// BadDataKeys the number of them whose key does not parse in the
 	// tables' layout.
 	DataRows, BadDataKeys int
+	// RawRows is the number of data rows with raw cells (with data), and
+	// Unmarked the bucket-hours of those that no compaction mark covers;
+	// MarksFixed says they have been marked since.
+	RawRows    int
+	Unmarked   []BucketHour
+	MarksFixed bool
 }
 
-// CheckUIDs checks the UID table of the tables named by prefix
-// (labels2uid.Check) in the layout its schema row records. With data, it
-// first reads every row key of the data table (keys only) and checks the
-// UIDs they use too: each must be named, and below its kind's counter. It
-// creates and alters nothing; with opts.Fix it writes what Check repairs.
-func CheckUIDs(ctx context.Context, db table.DB, prefix string, data bool, opts labels2uid.CheckOptions) (*UIDCheck, error) {
+// Harmful is the number of harmful problems left unrepaired.
+func (c *TableCheck) Harmful() int {
+	n := c.Unfixed() + c.BadDataKeys
+	if !c.MarksFixed {
+		n += len(c.Unmarked)
+	}
+	return n
+}
+
+// CheckTables checks the tables named by prefix, in the layout the UID
+// table's schema row records: the UID table (labels2uid.Check), and with
+// data the data table too: first every row key (keys only), for the UIDs
+// the rows use, each of which must be named and below its kind's counter;
+// then the rows with raw cells, each of which must be covered by a mark of
+// the compaction table (checkMarks). It creates and alters nothing; with
+// opts.Fix it writes what Check repairs and the missing marks.
+func CheckTables(ctx context.Context, db table.DB, prefix string, data bool, opts labels2uid.CheckOptions) (*TableCheck, error) {
 	name := prefix + UIDTableSuffix
 	uidTbl, err := db.Table(ctx, name)
 	if err != nil {
@@ -34,7 +52,10 @@ func CheckUIDs(ctx context.Context, db table.DB, prefix string, data bool, opts 
 	if err != nil {
 		return nil, fmt.Errorf("the UID table %s: %w", name, err)
 	}
-	res := &UIDCheck{}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	res := &TableCheck{}
 	if data {
 		// Before the UID table's scans: a data row is written after its
 		// UIDs' mappings, so those scans find every UID gathered here.
@@ -42,6 +63,10 @@ func CheckUIDs(ctx context.Context, db table.DB, prefix string, data bool, opts 
 		if res.DataRows, res.BadDataKeys, err = gatherUIDs(ctx, db, prefix+DataTableSuffix, l, opts.InUse); err != nil {
 			return nil, err
 		}
+		if res.RawRows, res.Unmarked, err = checkMarks(ctx, db, prefix, l, opts.Fix, opts.Logger); err != nil {
+			return nil, err
+		}
+		res.MarksFixed = opts.Fix
 	}
 	widths := labels2uid.Widths{l.MetricWidth, l.TagKWidth, l.TagVWidth}
 	if res.CheckReport, err = labels2uid.Check(ctx, uidTbl, widths, opts); err != nil {

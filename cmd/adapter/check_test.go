@@ -48,13 +48,13 @@ func deleteMapping(t *testing.T, dir string, forward bool) string {
 	return ""
 }
 
-func TestCheckUIDsCommand(t *testing.T) {
+func TestCheckCommand(t *testing.T) {
 	blocks, data := t.TempDir(), t.TempDir()
 	writeTestBlock(t, blocks)
 	if out, code := runAdapter(t, "import", "--storage.path="+data, "prometheus", blocks); code != 0 {
 		t.Fatalf("import: exit %d\n%s", code, out)
 	}
-	check := []string{"check-uids", "--storage.path=" + data}
+	check := []string{"check", "--storage.path=" + data}
 	out, code := runAdapter(t, check...)
 	if code != 0 || !strings.Contains(out, "no problems found") || !regexp.MustCompile(`tagv +5 +5 +- +5 +5\n`).MatchString(out) {
 		t.Fatalf("a store written by the adapter: exit %d\n%s", code, out)
@@ -90,10 +90,10 @@ func TestCheckUIDsCommand(t *testing.T) {
 	if out, code = runAdapter(t, withData...); code != 0 || !strings.Contains(out, "no problems found") {
 		t.Errorf("--data after --fix: exit %d\n%s", code, out)
 	}
-	if out, code = runAdapter(t, "check-uids", "--storage.path="+filepath.Join(data, "nowhere")); code != 1 || !strings.Contains(out, "no embedded store there") {
+	if out, code = runAdapter(t, "check", "--storage.path="+filepath.Join(data, "nowhere")); code != 1 || !strings.Contains(out, "no embedded store there") {
 		t.Errorf("no store: exit %d\n%s", code, out)
 	}
-	if out, code = runAdapter(t, append(check, "--max-listed=0")...); code != 2 || !strings.Contains(out, "adapter check-uids:") {
+	if out, code = runAdapter(t, append(check, "--max-listed=0")...); code != 2 || !strings.Contains(out, "adapter check:") {
 		t.Errorf("bad flag: exit %d\n%s", code, out)
 	}
 }
