@@ -9,6 +9,13 @@
 #                             data (fault-injection tests: "HBase was down")
 #   scripts/hbase.sh status   say whether it runs and where
 #   scripts/hbase.sh env      print PROMHBASE_TEST_ZK=... for the running HBase
+#   scripts/hbase.sh snapshots ZK COMMAND...
+#                             HBase's table snapshots (its Admin API, as the
+#                             HBase shell's commands) on the HBase whose
+#                             ZooKeeper is ZK (host:port), the commands in
+#                             order in one JVM: snapshot TABLE NAME,
+#                             restore NAME TABLE (disables the table first,
+#                             enables it after), delete NAME
 #
 # Everything lives under $HBASE_RUN_DIR (default: .hbase/ in the repository):
 # conf/, data/, logs/, hbase.pid and hbase.env. Jars are resolved from Maven
@@ -54,10 +61,22 @@ log() { echo "hbase.sh: $*" >&2; }
 
 classpath() {
   local dir=$cache/hbase-$version
-  if [[ -s $dir/classpath.txt && -f $dir/probe/Probe.class ]]; then
+  if [[ -s $dir/classpath.txt && -f $dir/probe/Probe.class && -f $dir/probe/Snapshots.class ]]; then
     return 0
   fi
   mkdir -p "$dir"
+  if [[ ! -s $dir/classpath.txt ]]; then
+    resolve_classpath "$dir"
+  fi
+  # Our Java helpers, compiled against those jars: a cache made before a
+  # helper was added gets it here.
+  mkdir -p "$dir/probe"
+  cp "$repo/scripts/Probe.java" "$repo/scripts/Snapshots.java" "$dir/probe/"
+  javac -nowarn -cp "$(cat "$dir/classpath.txt")" -d "$dir/probe" "$dir/probe/Probe.java" "$dir/probe/Snapshots.java" >&2
+}
+
+resolve_classpath() {
+  local dir=$1
   cat > "$dir/pom.xml" <<POM
 <?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -79,9 +98,18 @@ POM
   mvn -q -B -f "$dir/pom.xml" dependency:build-classpath \
     -Dmdep.outputFile="$dir/classpath.tmp" -Dmdep.includeScope=runtime >&2
   mv "$dir/classpath.tmp" "$dir/classpath.txt"
-  mkdir -p "$dir/probe"
-  cp "$repo/scripts/Probe.java" "$dir/probe/Probe.java"
-  javac -nowarn -cp "$(cat "$dir/classpath.txt")" -d "$dir/probe" "$dir/probe/Probe.java" >&2
+}
+
+# snapshots ZK COMMAND...: HBase's Admin snapshot calls
+# (scripts/Snapshots.java) on the HBase whose ZooKeeper is ZK.
+snapshots() {
+  classpath
+  local dir=$cache/hbase-$version
+  local logconf=$dir/probe/log4j-error.properties
+  [[ -f $logconf ]] || printf '%s\n' 'log4j.rootLogger=ERROR, err' 'log4j.appender.err=org.apache.log4j.ConsoleAppender' \
+    'log4j.appender.err.target=System.err' 'log4j.appender.err.layout=org.apache.log4j.PatternLayout' \
+    'log4j.appender.err.layout.ConversionPattern=%d %p %c: %m%n' > "$logconf"
+  java "${jvm_flags[@]}" -cp "$dir/probe:$(cat "$dir/classpath.txt")" -Dlog4j.configuration="file:$logconf" Snapshots "$@"
 }
 
 jvm_flags=(
@@ -524,5 +552,6 @@ case "${1:-}" in
   status) do_status ;;
   env) running_pid >/dev/null && cat "$run/hbase.env" ;;
   classpath) classpath && cat "$cache/hbase-$version/classpath.txt" ;;
+  snapshots) shift && snapshots "$@" ;;
   *) echo "usage: $0 start|stop|resume|status|env|classpath|cluster-start|cluster-stop|cluster-status|cluster-env|rs-addr|rs-pid|rs-stop|rs-cont|rs-kill|rs-start N" >&2; exit 2 ;;
 esac
