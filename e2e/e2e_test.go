@@ -43,6 +43,9 @@ func TestPrometheusRoundTrip(t *testing.T) {
 	s.step("race", s.faultRace)
 	s.step("adapter-SIGKILL", s.faultAdapterKill)
 	s.step("HBase-down", s.faultHBaseDown)
+	// After all of it, the tables as an operator's check sees them, with
+	// the adapters still running.
+	s.step("check", func() { checkTables(s.ctx, s.t, s.adapterBin, s.zk, s.prefix) })
 
 	t.Logf("report:\n%s", s.report())
 }

@@ -133,8 +133,8 @@ func printCheck(w io.Writer, prefix string, res *store.TableCheck, withData bool
 		what := "harmless"
 		if p.Harmful() {
 			what = "harmful"
-		} else if p == labels2uid.SecondUID {
-			what = "--data tells whether data rows use it"
+		} else if p == labels2uid.SecondUID && !withData {
+			what = "harmless unless data rows use it: --data tells"
 		}
 		line := fmt.Sprintf("%d %s (%s)", n, p, what)
 		if rep.Fixed[p] > 0 {
