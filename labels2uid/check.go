@@ -43,8 +43,8 @@ const (
 	// since, only re-imported samples can be found by it.
 	ForwardLost
 	// AboveCounter: a UID in the table (or in data rows) is above its
-	// kind's counter, so a later assignment would hand it out again. Fixed by advancing the
-	// counter past it.
+	// kind's counter, so a later assignment would hand it out again. Fixed
+	// by advancing the counter past it.
 	AboveCounter
 	// BadCell: a cell of the id or name family that no version of the
 	// adapter writes: a UID of the wrong width, UID 0, a counter that is
@@ -68,7 +68,8 @@ const (
 
 var problemNames = [numProblems]string{
 	"missing reverse mapping", "wrong reverse mapping", "UID shared by two strings",
-	"UID in data rows without a name", "lost forward mapping", "UID above the counter", "malformed cell", "string with a second UID", "unused reverse mapping",
+	"UID in data rows without a name", "lost forward mapping", "UID above the counter",
+	"malformed cell", "string with a second UID", "unused reverse mapping",
 }
 
 func (p Problem) String() string {
@@ -97,6 +98,9 @@ type Finding struct {
 }
 
 func (f Finding) String() string {
+	if f.Problem == BadCell { // its detail says which cell
+		return fmt.Sprintf("%s: %s", f.Problem, f.Detail)
+	}
 	s := fmt.Sprintf("%s %s: %q -> %d", f.Kind, f.Problem, f.Name, f.UID)
 	if f.Detail != "" {
 		s += ": " + f.Detail
@@ -142,8 +146,9 @@ func (r *CheckReport) Unfixed() int {
 // CheckOptions tune Check.
 type CheckOptions struct {
 	// Fix repairs what can be repaired: missing and wrong reverse rows are
-	// written from the forward rows, and counters below a UID in use are
-	// advanced past it.
+	// written from the forward rows, lost forward rows (with InUse) from
+	// the reverse rows where the string has none, and counters below a UID
+	// in use are advanced past it.
 	Fix bool
 	// MaxListed bounds the findings of each problem kept in the report
 	// (all are counted); 0 means 100.
@@ -156,35 +161,17 @@ type CheckOptions struct {
 	Logger *slog.Logger
 }
 
-// InUse is a set of UIDs of each kind that data rows use. Its memory is
-// about 40 bytes a distinct UID.
-type InUse struct {
-	uids [NumKinds]map[uint64]struct{}
-}
-
-// Add records that a data row uses UID v of kind k; UID 0 (the empty
-// string) is always named and is not recorded.
-func (u *InUse) Add(k Kind, v uint64) {
-	if v == 0 {
-		return
-	}
-	if u.uids[k] == nil {
-		u.uids[k] = map[uint64]struct{}{}
-	}
-	u.uids[k][v] = struct{}{}
-}
-
 // Check reads the whole UID table (both families, once) and reports where
 // forward rows, reverse rows and counters disagree, in the manner of
 // OpenTSDB's `uid fsck`. widths are the table's UID widths.
 //
 // It is safe while writers assign UIDs: the assignment protocol increments
 // the counter first, then writes the reverse row, then the forward one, so
-// the counters are read after the scan, and every missing or wrong reverse
-// row is read again before it is reported (the scan may have passed the
-// reverse row just before a writer put it). An assignment in flight can
-// still show as an unused reverse row, which is harmless. Its memory is
-// about twice the strings of the table, held in maps.
+// Check reads the forward rows first, the reverse rows next and the
+// counters last, and reads every suspect reverse row again before it
+// reports it. An assignment in flight can still show as an unused reverse
+// row, which is harmless. Its memory is about twice the strings of the
+// table, held in maps.
 func Check(ctx context.Context, tbl table.Table, widths Widths, opts CheckOptions) (*CheckReport, error) {
 	if err := widths.Validate(); err != nil {
 		return nil, err
@@ -265,10 +252,10 @@ func (c *checker) scanForward(ctx context.Context) error {
 		for _, cell := range row.Cells {
 			k, ok := kindOf(cell.Qualifier)
 			if !ok {
-				c.add(Finding{Problem: BadCell, Name: string(row.Key), Detail: fmt.Sprintf("forward row has unknown qualifier %q", cell.Qualifier)})
+				c.add(Finding{Problem: BadCell, Name: string(row.Key), Detail: fmt.Sprintf("the forward row %q has an unknown qualifier %q", row.Key, cell.Qualifier)})
 				continue
 			}
-			u, ok := c.decode(k, cell.Value, "forward row's value", string(row.Key))
+			u, ok := c.decode(k, cell.Value, "forward mapping", string(row.Key))
 			if !ok {
 				continue
 			}
@@ -294,11 +281,11 @@ func (c *checker) readCounters(row table.Row) {
 	for _, cell := range row.Cells {
 		k, ok := kindOf(cell.Qualifier)
 		if !ok {
-			c.add(Finding{Problem: BadCell, Detail: fmt.Sprintf("counter row has unknown qualifier %q", cell.Qualifier)})
+			c.add(Finding{Problem: BadCell, Detail: fmt.Sprintf("the counter row has an unknown qualifier %q", cell.Qualifier)})
 			continue
 		}
 		if len(cell.Value) != 8 {
-			c.add(Finding{Problem: BadCell, Kind: k, Detail: fmt.Sprintf("counter of %d bytes, want 8", len(cell.Value))})
+			c.add(Finding{Problem: BadCell, Kind: k, Detail: fmt.Sprintf("the %s counter is %d bytes, not 8", k, len(cell.Value))})
 			continue
 		}
 		c.rep.Kinds[k].Counter = binary.BigEndian.Uint64(cell.Value)
@@ -308,12 +295,12 @@ func (c *checker) readCounters(row table.Row) {
 // decode reads a UID of kind k, reporting one of the wrong width or 0.
 func (c *checker) decode(k Kind, b []byte, what, name string) (uint64, bool) {
 	if len(b) != c.widths[k] {
-		c.add(Finding{Problem: BadCell, Kind: k, Name: name, Detail: fmt.Sprintf("%s is %d bytes (%x), the table's %s UIDs are %d", what, len(b), b, k, c.widths[k])})
+		c.add(Finding{Problem: BadCell, Kind: k, Name: name, Detail: fmt.Sprintf("%s %s of %q is %d bytes (%x); the table's %s UIDs are %d", k, what, name, len(b), b, k, c.widths[k])})
 		return 0, false
 	}
 	u := DecodeUID(b)
 	if u == 0 {
-		c.add(Finding{Problem: BadCell, Kind: k, Name: name, Detail: what + " is UID 0, which is the empty string's and has no row"})
+		c.add(Finding{Problem: BadCell, Kind: k, Name: name, Detail: fmt.Sprintf("%s %s of %q is UID 0, which is the empty string's and has no row", k, what, name)})
 		return 0, false
 	}
 	return u, true
@@ -329,10 +316,10 @@ func (c *checker) scanReverse(ctx context.Context) error {
 		for _, cell := range row.Cells {
 			k, ok := kindOf(cell.Qualifier)
 			if !ok {
-				c.add(Finding{Problem: BadCell, Detail: fmt.Sprintf("reverse row %x has unknown qualifier %q", row.Key, cell.Qualifier)})
+				c.add(Finding{Problem: BadCell, Detail: fmt.Sprintf("the reverse row %x has an unknown qualifier %q", row.Key, cell.Qualifier)})
 				continue
 			}
-			u, ok := c.decode(k, row.Key, "reverse row's key", string(cell.Value))
+			u, ok := c.decode(k, row.Key, "reverse mapping", string(cell.Value))
 			if !ok {
 				continue
 			}
@@ -402,91 +389,6 @@ func (c *checker) checkKind(ctx context.Context, k Kind) error {
 		c.add(Finding{Problem: UnusedReverse, Kind: k, Name: m.reverse[u], UID: u, Detail: "no forward row for the string"})
 	}
 	return c.checkCounter(ctx, k)
-}
-
-func (c *checker) inUse(k Kind, u uint64) bool {
-	if c.opts.InUse == nil {
-		return false
-	}
-	_, ok := c.opts.InUse.uids[k][u]
-	return ok
-}
-
-// restoreForward reports the UIDs data rows use whose string's forward row
-// is lost, and with Fix writes the forward rows that are absent from the
-// reverse rows. The put is conditional, as an assignment's: a writer that
-// assigned the string meanwhile wins, and that string is reported as not
-// fixed.
-func (c *checker) restoreForward(ctx context.Context, k Kind, uids []uint64) error {
-	m := &c.kinds[k]
-	slices.Sort(uids)
-	var puts []table.CondPut
-	var fixable []int
-	found := make([]Finding, len(uids))
-	for i, u := range uids {
-		name := m.reverse[u]
-		found[i] = Finding{Problem: ForwardLost, Kind: k, Name: name, UID: u}
-		if f, ok := m.byName[name]; ok {
-			found[i].Detail = fmt.Sprintf("data rows use it; the string's forward row names UID %d, so exact matchers miss them", f)
-			continue
-		}
-		found[i].Detail = "data rows use it; the string has no forward row, so exact matchers miss them"
-		if c.opts.Fix {
-			// Of two lost UIDs of one string the first is restored; the
-			// second then finds this forward row above.
-			m.byName[name] = u
-			row := []byte(name)
-			uidb := AppendUID(nil, u, c.widths[k])
-			puts = append(puts, table.CondPut{Row: row, Family: FamilyID, Qualifier: qualifiers[k], Put: []table.Cell{{
-				Row: row, Family: FamilyID, Qualifier: qualifiers[k], Timestamp: table.LatestTimestamp, Value: uidb,
-			}}})
-			fixable = append(fixable, i)
-		}
-	}
-	if len(puts) > 0 {
-		written, err := c.tbl.CheckAndPutBatch(ctx, puts)
-		if err != nil {
-			return fmt.Errorf("write %d %s forward mappings: %w", len(puts), k, err)
-		}
-		n := 0
-		for j, i := range fixable {
-			if written[j] {
-				found[i].Fixed = true
-				n++
-			}
-		}
-		c.opts.Logger.Info("wrote lost forward mappings from their reverse rows", "kind", k.String(), "count", n)
-	}
-	for _, f := range found {
-		c.add(f)
-	}
-	return nil
-}
-
-// checkInUse reports the UIDs data rows use that no row of the table
-// names. One that a forward row names is a missing or wrong reverse row,
-// reported (and fixed) as such.
-func (c *checker) checkInUse(k Kind) {
-	if c.opts.InUse == nil {
-		return
-	}
-	m := &c.kinds[k]
-	st := &c.rep.Kinds[k]
-	var unnamed []uint64
-	for u := range c.opts.InUse.uids[k] {
-		st.InData++
-		st.MaxUID = max(st.MaxUID, u)
-		if _, ok := m.reverse[u]; ok {
-			continue
-		}
-		if _, ok := m.byUID[u]; !ok {
-			unnamed = append(unnamed, u)
-		}
-	}
-	slices.Sort(unnamed)
-	for _, u := range unnamed {
-		c.add(Finding{Problem: UnnamedInData, Kind: k, UID: u, Detail: "data rows use it; no forward or reverse row names it"})
-	}
 }
 
 // confirmReverse reads the reverse rows of the suspect forward rows again
