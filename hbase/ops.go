@@ -44,7 +44,10 @@ func (c *Client) Mutate(ctx context.Context, table string, m *hrpc.Mutation) err
 }
 
 // Increment atomically adds delta to the 8-byte counter in a cell and
-// returns the new value. A nonce makes a retried increment apply once.
+// returns the new value. A nonce makes a retried increment apply once: a
+// retry that reaches the server that applied it is answered with the
+// counter as that first attempt left it, so the value is this call's own
+// even while other writers increment the same counter.
 func (c *Client) Increment(ctx context.Context, table string, row, family, qualifier []byte, delta int64) (int64, error) {
 	m := &hrpc.Mutation{
 		Type:  hrpc.MutationIncrement,
@@ -58,25 +61,50 @@ func (c *Client) Increment(ctx context.Context, table string, row, family, quali
 	if err := m.Check(); err != nil {
 		return 0, err
 	}
-	call, block, err := c.onRegion(ctx, table, row, func(r *RegionInfo) (*hrpc.Call, error) {
-		return hrpc.NewMutateCall(r.Name, m, nil, c.nonceGroup), nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("increment %s row %s: %w", table, hrpc.QuoteKey(row), err)
+	for attempt := 1; ; attempt++ {
+		call, block, err := c.onRegion(ctx, table, row, func(r *RegionInfo) (*hrpc.Call, error) {
+			return hrpc.NewMutateCall(r.Name, m, nil, c.nonceGroup), nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("increment %s row %s: %w", table, hrpc.QuoteKey(row), err)
+		}
+		v, err := counterOf(call, block, row, family, qualifier)
+		if err == nil {
+			return v, nil
+		}
+		// HBase 2.6.4 once answered an increment, while the counter's
+		// region moved, with a cell of the right length holding other
+		// bytes. The increment was applied; asking again with the same
+		// nonce gets its value (or, from the server the region moved to,
+		// which has not seen the nonce, applies it again: a value of its
+		// own too, the first one's delta wasted).
+		if attempt == garbledAnswerAttempts || ctx.Err() != nil {
+			return 0, fmt.Errorf("increment %s row %s: %d answers that do not decode, the last: %w", table, hrpc.QuoteKey(row), attempt, err)
+		}
+		c.noteRetry(hrpc.RetryNow, err)
 	}
+}
+
+// garbledAnswerAttempts bounds the attempts of an increment whose answers
+// do not decode.
+const garbledAnswerAttempts = 3
+
+// counterOf reads the counter an increment's answer carries: the one cell of
+// the row, family and qualifier asked for, 8 bytes.
+func counterOf(call *hrpc.Call, block, row, family, qualifier []byte) (int64, error) {
 	cells, _, err := hrpc.ResultCells(nil, call.Response.(*pb.MutateResponse).GetResult(), block)
 	if err != nil {
-		return 0, fmt.Errorf("increment %s row %s: %w", table, hrpc.QuoteKey(row), err)
+		return 0, err
 	}
 	for _, cell := range cells {
-		if string(cell.Family) == string(family) && string(cell.Qualifier) == string(qualifier) {
+		if string(cell.Row) == string(row) && string(cell.Family) == string(family) && string(cell.Qualifier) == string(qualifier) {
 			if len(cell.Value) != 8 {
-				return 0, fmt.Errorf("increment %s row %s: counter of %d bytes", table, hrpc.QuoteKey(row), len(cell.Value))
+				return 0, fmt.Errorf("counter of %d bytes", len(cell.Value))
 			}
 			return int64(binary.BigEndian.Uint64(cell.Value)), nil
 		}
 	}
-	return 0, fmt.Errorf("increment %s row %s: answer without the counter cell", table, hrpc.QuoteKey(row))
+	return 0, fmt.Errorf("answer of %d cells without the counter cell", len(cells))
 }
 
 // CheckAndPut applies put only if the cell (put's row, family, qualifier)

@@ -59,7 +59,7 @@ func TestAdapterMoveAndSplit(t *testing.T) {
 	cl.restore(2)
 	c := cl.client()
 	prefix := fmt.Sprintf("fault_move_%d_", time.Now().Unix()%1e6)
-	url := startAdapter(t, cl, prefix)
+	url, bin := startAdapter(t, cl, prefix)
 	table := prefix + "prom-data"
 	cl.spread(c, table)
 	w := startWriters(url)
@@ -87,6 +87,7 @@ func TestAdapterMoveAndSplit(t *testing.T) {
 		t.Errorf("%d requests failed on their first attempt, %d answers were 4xx, while regions moved and split", r.failedFirst, r.clientErrors)
 	}
 	w.verify(t, url)
+	checkTables(t, cl, bin, prefix)
 }
 
 // runAdapterFault runs fault on the region server holding hbase:meta (and
@@ -99,7 +100,7 @@ func runAdapterFault(t *testing.T, name string, fault func(cl *cluster, n int), 
 	cl.restore(2)
 	c := cl.client()
 	prefix := fmt.Sprintf("fault_%s_%d_", name, time.Now().Unix()%1e6)
-	url := startAdapter(t, cl, prefix)
+	url, bin := startAdapter(t, cl, prefix)
 	for _, tbl := range []string{prefix + "prom-data", prefix + "prom-uid"} {
 		cl.spread(c, tbl)
 	}
@@ -128,10 +129,27 @@ func runAdapterFault(t *testing.T, name string, fault func(cl *cluster, n int), 
 		t.Errorf("%d answers were 4xx: a storage fault must be a retryable 5xx", r.clientErrors)
 	}
 	w.verify(t, url)
+	checkTables(t, cl, bin, prefix)
 }
 
-// startAdapter builds the adapter and runs it on the cluster.
-func startAdapter(t *testing.T, cl *cluster, prefix string) string {
+// checkTables runs `adapter check --data` on the tables of prefix, the
+// adapter still running: the fault must have left no UID mapping missing
+// and no raw cell without its compaction mark.
+func checkTables(t *testing.T, cl *cluster, bin, prefix string) {
+	t.Helper()
+	out, err := exec.Command(bin, "check", "--data", "--log.level=warn", "--hbase.zookeeper-quorum="+cl.zk,
+		"--hbase.zookeeper-root="+hbasetest.ZKRoot(), "--hbase.table-prefix="+prefix).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "UIDs in data rows") {
+		t.Errorf("adapter check --data after the fault: %v\n%s", err, out)
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	t.Logf("adapter check --data after the fault: %s", lines[len(lines)-1])
+}
+
+// startAdapter builds the adapter and runs it on the cluster; it returns
+// the adapter's URL and the binary.
+func startAdapter(t *testing.T, cl *cluster, prefix string) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "adapter")
@@ -176,7 +194,7 @@ func startAdapter(t *testing.T, cl *cluster, prefix string) string {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return url
+				return url, bin
 			}
 		}
 		if time.Now().After(deadline) {
