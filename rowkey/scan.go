@@ -38,6 +38,20 @@ func (l Layout) AppendScanRanges(dst []Range, metric uint64, startHour, endHour 
 	return dst
 }
 
+// BucketHourRange is the key range of the rows of metric in one salt bucket
+// and base hour: Start is their common prefix (salt, metric UID, hour), and
+// Stop the first key past them (nil: past the end of the table). It is one
+// of the ranges AppendScanRanges gives for that hour.
+func (l Layout) BucketHourRange(salt byte, metric uint64, hour uint32) Range {
+	start := l.appendPrefix(nil, salt, metric, hour)
+	stop := append([]byte(nil), start...)
+	r := Range{Start: start}
+	if incrementBytes(stop) {
+		r.Stop = stop
+	}
+	return r
+}
+
 func (l Layout) appendPrefix(dst []byte, salt byte, metric uint64, hour uint32) []byte {
 	if l.SaltWidth() == 1 {
 		dst = append(dst, salt)

@@ -106,3 +106,23 @@ func BenchmarkAppendScanRanges(b *testing.B) {
 		dst = l.AppendScanRanges(dst[:0], 42, 3600*400000, 3600*400024)
 	}
 }
+
+// TestBucketHourRange: the range of one bucket-hour is AppendScanRanges'
+// range of that bucket for that hour alone, salted or not, and its Start is
+// the prefix of every row key of the bucket-hour.
+func TestBucketHourRange(t *testing.T) {
+	for _, l := range []Layout{DefaultLayout, {SaltBuckets: 1, MetricWidth: 2, TagKWidth: 1, TagVWidth: 1}} {
+		const metric, hour = 0x0102, 1_700_000_000 / 3600 * 3600
+		all := l.AppendScanRanges(nil, metric, hour, hour)
+		for b, want := range all {
+			got := l.BucketHourRange(byte(b), metric, hour)
+			if !bytes.Equal(got.Start, want.Start) || !bytes.Equal(got.Stop, want.Stop) {
+				t.Errorf("%+v bucket %d: %x..%x, want %x..%x", l, b, got.Start, got.Stop, want.Start, want.Stop)
+			}
+			key := l.AppendRowKey(nil, l.AppendSeriesID(nil, metric, []TagPair{{K: 1, V: 2}}), hour)
+			if k, err := l.Parse(key); err == nil && int(k.Salt) == b && !bytes.HasPrefix(key, got.Start) {
+				t.Errorf("%+v: row key %x outside its bucket-hour's prefix %x", l, key, got.Start)
+			}
+		}
+	}
+}

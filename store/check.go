@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
 
 	"github.com/prom-hbase/prom-hbase/labels2uid"
 	"github.com/prom-hbase/prom-hbase/rowkey"
@@ -82,13 +81,9 @@ func recordedLayout(ctx context.Context, uidTbl table.Table) (rowkey.Layout, err
 		return rowkey.Layout{}, err
 	}
 	var v [labels2uid.NumKinds + 1]int
-	for i, s := range append(uidWidthSettings[:], "salt.buckets") {
-		b, ok := got[s]
-		if !ok {
-			return rowkey.Layout{}, fmt.Errorf("no schema row with %s: not created by this adapter", s)
-		}
-		if v[i], err = strconv.Atoi(string(b)); err != nil {
-			return rowkey.Layout{}, fmt.Errorf("schema row: setting %s is %q: %w", s, b, err)
+	for i, s := range append(uidWidthSettings[:], saltSetting) {
+		if v[i], err = schemaInt(got, s); err != nil {
+			return rowkey.Layout{}, err
 		}
 	}
 	l := rowkey.Layout{MetricWidth: v[labels2uid.Metric], TagKWidth: v[labels2uid.TagK], TagVWidth: v[labels2uid.TagV], SaltBuckets: v[labels2uid.NumKinds]}

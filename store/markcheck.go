@@ -40,7 +40,7 @@ func checkMarks(ctx context.Context, db table.DB, prefix string, l rowkey.Layout
 	if err != nil {
 		return 0, nil, fmt.Errorf("open the data table: %w", err)
 	}
-	raw := map[BucketHour][]byte{} // a row key of each, to read again
+	raw := map[BucketHour]struct{}{}
 	sc := data.Scan(ctx, table.ScanOptions{Family: FamilyRaw, KeyOnly: true, FirstCellOnly: true, RowsPerCall: 4096})
 	for sc.Next() {
 		rawRows++
@@ -49,10 +49,7 @@ func checkMarks(ctx context.Context, db table.DB, prefix string, l rowkey.Layout
 		if err != nil {
 			continue // counted by the UID check's scan of every key
 		}
-		bh := BucketHour{Salt: k.Salt, Metric: k.Metric, Hour: k.BaseHour}
-		if _, ok := raw[bh]; !ok {
-			raw[bh] = slices.Clone(key[:l.HeaderWidth()])
-		}
+		raw[BucketHour{Salt: k.Salt, Metric: k.Metric, Hour: k.BaseHour}] = struct{}{}
 	}
 	sc.Close()
 	if err := sc.Err(); err != nil {
@@ -85,8 +82,7 @@ func checkMarks(ctx context.Context, db table.DB, prefix string, l rowkey.Layout
 		if marked[bh] {
 			continue
 		}
-		p := raw[bh]
-		still, err := hasRows(ctx, data, p)
+		still, err := hasRows(ctx, data, l.BucketHourRange(bh.Salt, bh.Metric, bh.Hour))
 		if err != nil {
 			return rawRows, nil, err
 		}
@@ -96,7 +92,7 @@ func checkMarks(ctx context.Context, db table.DB, prefix string, l rowkey.Layout
 	}
 	slices.SortFunc(unmarked, cmpBucketHour)
 	if fix && len(unmarked) > 0 {
-		if err := writeMarks(ctx, compact, l, unmarked, raw); err != nil {
+		if err := writeMarks(ctx, compact, l, unmarked); err != nil {
 			return rawRows, unmarked, err
 		}
 		logger.Info("marked bucket-hours whose raw cells no mark covered; the compactors fold them after their quiet period", "count", len(unmarked))
@@ -159,16 +155,9 @@ func readMarks(ctx context.Context, compact table.Table, l rowkey.Layout, only [
 	return marked, nil
 }
 
-// hasRows says whether any row that starts with prefix holds a raw cell.
-func hasRows(ctx context.Context, data table.Table, prefix []byte) (bool, error) {
-	var stop []byte // the first key after every key that starts with prefix; nil: none
-	for i := len(prefix) - 1; i >= 0; i-- {
-		if prefix[i] != 0xff {
-			stop = append(slices.Clone(prefix[:i]), prefix[i]+1)
-			break
-		}
-	}
-	sc := data.Scan(ctx, table.ScanOptions{Start: prefix, Stop: stop, Family: FamilyRaw, KeyOnly: true, FirstCellOnly: true, RowsPerCall: 1})
+// hasRows says whether any row of r holds a raw cell.
+func hasRows(ctx context.Context, data table.Table, r rowkey.Range) (bool, error) {
+	sc := data.Scan(ctx, table.ScanOptions{Start: r.Start, Stop: r.Stop, Family: FamilyRaw, KeyOnly: true, FirstCellOnly: true, RowsPerCall: 1})
 	defer sc.Close()
 	found := sc.Next()
 	if err := sc.Err(); err != nil {
@@ -179,13 +168,13 @@ func hasRows(ctx context.Context, data table.Table, prefix []byte) (bool, error)
 
 // writeMarks marks the bucket-hours as a writer would, under a process ID
 // of their own.
-func writeMarks(ctx context.Context, compact table.Table, l rowkey.Layout, bhs []BucketHour, prefixes map[BucketHour][]byte) error {
+func writeMarks(ctx context.Context, compact table.Table, l rowkey.Layout, bhs []BucketHour) error {
 	td := &todoList{t: compact, id: newProcessID(), prefix: l.HeaderWidth(), salt: l.SaltWidth(), metric: l.MetricWidth}
 	now := time.Now().UnixMilli()
 	marks := make([]table.Cell, len(bhs))
 	buf := make([]byte, 0, len(bhs)*td.markLen())
 	for i, bh := range bhs {
-		marks[i], buf = td.appendMark(buf, prefixes[bh], td.clock.next(now))
+		marks[i], buf = td.appendMark(buf, l.BucketHourRange(bh.Salt, bh.Metric, bh.Hour).Start, td.clock.next(now))
 	}
 	if err := compact.Put(ctx, marks); err != nil {
 		return fmt.Errorf("write %d compaction marks: %w", len(marks), err)

@@ -24,8 +24,11 @@ type setting struct {
 	value int
 }
 
-// uidWidthSettings are the schema row's settings of the UID widths, by kind.
+// uidWidthSettings are the schema row's settings of the UID widths, by kind;
+// saltSetting is its setting of the salt buckets.
 var uidWidthSettings = [labels2uid.NumKinds]string{"uid.width.metric", "uid.width.tagk", "uid.width.tagv"}
+
+const saltSetting = "salt.buckets"
 
 func schemaOf(l rowkey.Layout) []setting {
 	buckets := l.SaltBuckets
@@ -36,7 +39,7 @@ func schemaOf(l rowkey.Layout) []setting {
 		{uidWidthSettings[labels2uid.Metric], l.MetricWidth},
 		{uidWidthSettings[labels2uid.TagK], l.TagKWidth},
 		{uidWidthSettings[labels2uid.TagV], l.TagVWidth},
-		{"salt.buckets", buckets},
+		{saltSetting, buckets},
 		{layoutSetting, cellcodec.LayoutVersion},
 	}
 }
@@ -83,19 +86,28 @@ func checkSchema(ctx context.Context, uid table.Table, want []setting) error {
 		}
 	}
 	for _, s := range want {
-		v, ok := got[s.name]
-		if !ok {
-			return fmt.Errorf("schema row lacks setting %s: the UID table was not created by this adapter", s.name)
-		}
-		n, err := strconv.Atoi(string(v))
+		n, err := schemaInt(got, s.name)
 		if err != nil {
-			return fmt.Errorf("schema row: setting %s is %q: %w", s.name, v, err)
+			return err
 		}
 		if n != s.value {
 			return &SchemaError{Setting: s.name, Have: s.value, Table: n}
 		}
 	}
 	return nil
+}
+
+// schemaInt reads setting name, a decimal, from a schema row readSchema read.
+func schemaInt(got map[string][]byte, name string) (int, error) {
+	v, ok := got[name]
+	if !ok {
+		return 0, fmt.Errorf("schema row lacks setting %s: the UID table was not created by this adapter", name)
+	}
+	n, err := strconv.Atoi(string(v))
+	if err != nil {
+		return 0, fmt.Errorf("schema row: setting %s is %q: %w", name, v, err)
+	}
+	return n, nil
 }
 
 func readSchema(ctx context.Context, uid table.Table) (map[string][]byte, error) {
