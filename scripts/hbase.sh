@@ -46,11 +46,18 @@
 #   scripts/hbase.sh rs-start N        start it again (after a kill, or after it
 #                                      exited on its own when resumed too late);
 #                                      it gets regions only when moved to it
+#   scripts/hbase.sh zk-kill           kill ZooKeeper (SIGKILL)
+#   scripts/hbase.sh zk-start          start it again on its port and data
+#                                      directory (its sessions survive a short
+#                                      outage), once it listens
+#   scripts/hbase.sh master-kill       kill the master (SIGKILL)
+#   scripts/hbase.sh master-start      start it again, once it has finished
+#                                      its initialization as the active master
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 case "${1:-}" in
-  cluster-*|rs-*) run=${HBASE_RUN_DIR:-$repo/.hbase-cluster} ;;
+  cluster-*|rs-*|zk-*|master-*) run=${HBASE_RUN_DIR:-$repo/.hbase-cluster} ;;
   *) run=${HBASE_RUN_DIR:-$repo/.hbase} ;;
 esac
 cache=${PROMHBASE_CACHE:-$HOME/.cache/prom-hbase}
@@ -457,9 +464,9 @@ cluster_start() {
   echo "$zk $master $rs1 $rs2" > "$run/ports"
   cluster_config "$zk" "$master" "$rs1" "$rs2"
   log "starting a cluster: zookeeper 127.0.0.1:$zk, master :$master, region servers :$rs1 :$rs2; logs in $run/logs"
-  launch zk 256m org.apache.zookeeper.server.ZooKeeperServerMain "$run/conf/zk/zoo.cfg"
+  launch_zk
   wait_until zookeeper eval '! port_free '"$zk" || { cluster_stop; return 1; }
-  launch master 512m org.apache.hadoop.hbase.master.HMaster start
+  launch_master
   launch_rs 1
   launch_rs 2
   wait_until "the cluster" probe_cluster || { cluster_stop; return 1; }
@@ -479,6 +486,57 @@ rs_start() {
   launch_rs "$n"
   wait_until "region server $n" registered "$n" $((before + 1))
   log "region server $n is up at $(rs_addr "$n")"
+}
+
+# proc_kill SIGKILLs a cluster process by name (zk, master).
+proc_kill() {
+  local pid
+  pid=$(proc_pid "$1") || { log "$1 is not running"; return 1; }
+  kill -KILL "$pid"
+  log "sent SIGKILL to $1 (pid $pid)"
+}
+
+launch_zk() {
+  launch zk 256m org.apache.zookeeper.server.ZooKeeperServerMain "$run/conf/zk/zoo.cfg"
+}
+
+launch_master() {
+  launch master 512m org.apache.hadoop.hbase.master.HMaster start
+}
+
+# zk_start starts ZooKeeper again after zk-kill, on the same port and data
+# directory: the sessions of the other processes are in its data, and
+# survive when they reconnect within their timeout.
+zk_start() {
+  local zk
+  if proc_pid zk >/dev/null; then
+    log "zookeeper is running"
+    return 1
+  fi
+  read -r zk _ < "$run/ports"
+  launch_zk
+  wait_until zookeeper eval '! port_free '"$zk"
+  log "zookeeper is up at 127.0.0.1:$zk"
+}
+
+# initialized reports whether the master log holds at least N lines of an
+# active master's finished initialization.
+initialized() {
+  [[ $(grep -c "Master has completed initialization" "$run/logs/master.log" 2>/dev/null) -ge $1 ]]
+}
+
+# master_start starts the master again after master-kill; it waits until
+# the new process has finished its initialization as the active master.
+master_start() {
+  local before
+  if proc_pid master >/dev/null; then
+    log "the master is running"
+    return 1
+  fi
+  before=$(grep -c "Master has completed initialization" "$run/logs/master.log" || true)
+  launch_master
+  wait_until "the master" initialized $((before + 1))
+  log "the master is active again"
 }
 
 rs_signal() {
@@ -546,6 +604,10 @@ case "${1:-}" in
   rs-cont) rs_signal "${2:?region server number}" CONT ;;
   rs-kill) rs_signal "${2:?region server number}" KILL ;;
   rs-start) rs_start "${2:?region server number}" ;;
+  zk-kill) proc_kill zk ;;
+  zk-start) zk_start ;;
+  master-kill) proc_kill master ;;
+  master-start) master_start ;;
   start) do_start fresh ;;
   resume) do_start resume ;;
   stop) do_stop ;;
@@ -553,5 +615,5 @@ case "${1:-}" in
   env) running_pid >/dev/null && cat "$run/hbase.env" ;;
   classpath) classpath && cat "$cache/hbase-$version/classpath.txt" ;;
   snapshots) shift && snapshots "$@" ;;
-  *) echo "usage: $0 start|stop|resume|status|env|classpath|cluster-start|cluster-stop|cluster-status|cluster-env|rs-addr|rs-pid|rs-stop|rs-cont|rs-kill|rs-start N" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|resume|status|env|classpath|cluster-start|cluster-stop|cluster-status|cluster-env|rs-addr|rs-pid|rs-stop|rs-cont|rs-kill|rs-start N|zk-kill|zk-start|master-kill|master-start" >&2; exit 2 ;;
 esac

@@ -2,8 +2,9 @@
 # Fault tests of the HBase client and the adapter (`make test-faults`): start a
 # two-region-server HBase cluster (scripts/hbase.sh cluster-start), run the
 # tests of hbase/clustertest against it (a region server frozen for a minute,
-# one killed, regions moved and split, each under a steady write load of the
-# client's batches or of remote writes to the adapter binary), and stop
+# one killed, regions moved and split, the master and ZooKeeper killed and
+# started again, each under a steady write load of the client's batches or
+# of remote writes to the adapter binary), and stop
 # the cluster, also on failure or interrupt. Extra arguments go to go test
 # (e.g. -run Kill).
 set -euo pipefail

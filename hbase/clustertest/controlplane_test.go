@@ -1,0 +1,107 @@
+package clustertest
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// controlPlaneOutage is how long each of the master alone, then the master
+// and ZooKeeper together, stay down. ZooKeeper's part stays under the
+// cluster's 15 s session timeout, as a ZooKeeper restart or a quorum's
+// leader election does: the region servers keep their sessions and
+// regions, which is what lets the data path carry on.
+const controlPlaneOutage = 10 * time.Second
+
+// TestAdapterControlPlaneDown: under remote-write load, SIGKILL the master,
+// then ZooKeeper too, then start both again. Reads and writes need neither
+// (the adapter has every region, and hbase:meta, located already), so while
+// they are down no write may fail even once, /-/ready must stay 200 (an
+// adapter taken out of its load balancer for a master failover stops
+// ingestion it could carry), and a remote read must return every
+// acknowledged sample.
+func TestAdapterControlPlaneDown(t *testing.T) {
+	cl := newCluster(t)
+	cl.restore(1)
+	cl.restore(2)
+	c := cl.client()
+	prefix := fmt.Sprintf("fault_ctl_%d_", time.Now().Unix()%1e6)
+	url, bin := startAdapter(t, cl, prefix)
+	for _, tbl := range []string{prefix + "prom-data", prefix + "prom-uid"} {
+		cl.spread(c, tbl)
+	}
+	zkDown, masterDown := false, false
+	t.Cleanup(func() {
+		// Start what a failed test left down: the next tests need it.
+		if zkDown {
+			cl.script("zk-start")
+		}
+		if masterDown {
+			cl.script("master-start")
+		}
+	})
+
+	w := startWriters(url)
+	w.waitAcked(10)
+	t0 := time.Now()
+	cl.script("master-kill")
+	masterDown = true
+	watchDataPath(t, w, url, "the master down")
+	cl.script("zk-kill")
+	zkDown = true
+	watchDataPath(t, w, url, "the master and ZooKeeper down")
+	outage := time.Since(t0)
+
+	cl.script("zk-start")
+	zkDown = false
+	cl.script("master-start")
+	masterDown = false
+	healed := time.Now()
+	w.waitAcked(w.ackedCount() + 40)
+	w.stop()
+
+	r := w.report(t0, healed)
+	t.Logf("master down for %v, ZooKeeper for the last %v of it, both active again after %v, under remote write; %s",
+		outage.Round(time.Millisecond), controlPlaneOutage, healed.Sub(t0).Round(time.Millisecond), r)
+	if r.failedFirst > 0 || r.clientErrors > 0 {
+		t.Errorf("%d requests failed on their first attempt, %d answers were 4xx, while the master and ZooKeeper were down or starting", r.failedFirst, r.clientErrors)
+	}
+	w.verify(t, url)
+	checkTables(t, cl, bin, prefix)
+}
+
+// watchDataPath spends controlPlaneOutage asking /-/ready twice a second
+// while the writers go on, then reads every acknowledged sample back; it
+// fails the test on a /-/ready other than 200 or writes that stop.
+func watchDataPath(t *testing.T, w *rwLoad, url, state string) {
+	t.Helper()
+	before := w.ackedCount()
+	client := &http.Client{Timeout: 10 * time.Second}
+	notReady := 0
+	for end := time.Now().Add(controlPlaneOutage); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		resp, err := client.Get(url + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+		}
+		if err != nil || resp.StatusCode != http.StatusOK {
+			if notReady == 0 {
+				t.Errorf("/-/ready with %s: %v", state, describe(resp, err))
+			}
+			notReady++
+		}
+	}
+	acked := w.ackedCount() - before
+	t.Logf("with %s for %v: %d requests acknowledged, /-/ready not 200 %d times", state, controlPlaneOutage, acked, notReady)
+	if acked == 0 {
+		t.Errorf("no write acknowledged in %v with %s", controlPlaneOutage, state)
+	}
+	w.verify(t, url)
+}
+
+func describe(resp *http.Response, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return resp.Status
+}
