@@ -158,6 +158,32 @@ func (c *Client) TableState(ctx context.Context, table string) (pb.TableState_St
 	return call.Response.(*pb.GetTableStateResponse).GetTableState().GetState(), nil
 }
 
+// TableStateInMeta reads a table's state where HBase 2.x keeps it, in
+// hbase:meta (row: the table's name, column table:state), so it needs the
+// server holding meta and not the master. found is false when meta holds
+// no state for the table: it does not exist, or its creation has not got
+// that far.
+func (c *Client) TableStateInMeta(ctx context.Context, table string) (st pb.TableState_State, found bool, err error) {
+	cells, err := c.Get(ctx, "hbase:meta", &hrpc.Get{Row: []byte(table), Families: [][]byte{metaTableFamily}})
+	if err != nil {
+		return 0, false, fmt.Errorf("table %s: state in hbase:meta: %w", table, err)
+	}
+	for _, cell := range cells {
+		if string(cell.Qualifier) != "state" {
+			continue
+		}
+		var ts pb.TableState
+		if err := proto.Unmarshal(cell.Value, &ts); err != nil || ts.State == nil {
+			return 0, false, fmt.Errorf("table %s: state in hbase:meta %q: not a TableState (%v)", table, cell.Value, err)
+		}
+		return ts.GetState(), true, nil
+	}
+	return 0, false, nil
+}
+
+// metaTableFamily is hbase:meta's family of table states.
+var metaTableFamily = []byte("table")
+
 // WaitEnabled waits until a table being created or enabled is ENABLED and
 // every one of its regions has a server.
 func (c *Client) WaitEnabled(ctx context.Context, table string) error {

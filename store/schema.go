@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -120,6 +121,42 @@ func readSchema(ctx context.Context, uid table.Table) (map[string][]byte, error)
 		got[string(c.Qualifier)] = c.Value
 	}
 	return got, nil
+}
+
+// familiesSetting is the schema row's cell recording the families of a
+// table as an adapter brought them to its settings (ensureTable): the
+// families of its spec as familiesRecord renders them.
+func familiesSetting(tableName string) []byte { return []byte("families." + tableName) }
+
+// familiesRecord renders families with every attribute, in the order of
+// the spec: two adapters record the same bytes when, and only when, they
+// would bring the families to the same settings.
+func familiesRecord(spec table.TableSpec) []byte {
+	return fmt.Appendf(nil, "%+v", spec.Families)
+}
+
+// familiesRecorded reports whether the schema row of uid records spec's
+// families for spec's table.
+func familiesRecorded(ctx context.Context, uid table.Table, spec table.TableSpec) (bool, error) {
+	got, err := readSchema(ctx, uid)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(got[string(familiesSetting(spec.Name))], familiesRecord(spec)), nil
+}
+
+// recordFamilies records spec's families for spec's table in the schema
+// row of uid. Adapters of other settings overwrite each other's record,
+// and a start that finds another's waits for the description.
+func recordFamilies(ctx context.Context, uid table.Table, spec table.TableSpec) error {
+	err := uid.Put(ctx, []table.Cell{{
+		Row: schemaRow, Family: labels2uid.FamilyID, Qualifier: familiesSetting(spec.Name),
+		Timestamp: table.LatestTimestamp, Value: familiesRecord(spec),
+	}})
+	if err != nil {
+		return fmt.Errorf("record the families of table %s: %w", spec.Name, err)
+	}
+	return nil
 }
 
 // layoutSetting is the schema row's cell of the cell layout version.

@@ -242,14 +242,14 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	}
 	s := &Store{cfg: cfg, layout: cfg.Layout, db: db, now: time.Now}
 	var err error
-	s.uid, err = ensureTable(ctx, db, uidTableSpec(cfg), cfg.Logger)
+	s.uid, err = ensureTable(ctx, db, uidTableSpec(cfg), nil, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("open UID table: %w", err)
 	}
 	if err := checkSchema(ctx, s.uid, schemaOf(cfg.Layout)); err != nil {
 		return nil, err
 	}
-	s.data, err = ensureTable(ctx, db, dataTableSpec(cfg), cfg.Logger)
+	s.data, err = ensureTable(ctx, db, dataTableSpec(cfg), s.uid, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("open data table (block compression %s of raw cells, %s of chunks): %w", cfg.DataCompression, cfg.ChunkCompression, err)
 	}

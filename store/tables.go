@@ -106,12 +106,38 @@ func dataSplitKeys(buckets, regions int) [][]byte {
 // the attributes of an existing table's families to spec's where they
 // differ: tables created by an earlier version, or a changed retention.
 // These changes touch no data: HBase applies them as regions reopen.
-func ensureTable(ctx context.Context, db table.DB, spec table.TableSpec, logger *slog.Logger) (table.Table, error) {
+//
+// Once they match, the schema row of uid (the UID table; nil: the table
+// itself) records spec's families. A later start whose spec is the one
+// recorded waits for the families' description at most describeWait, then
+// starts on the record: HBase describes a table only through the master,
+// and an adapter should start while the master fails over, as it serves.
+// Without that record it needs the description, as the backend's retries
+// allow, since families it cannot check may lack what reads and writes
+// count on (the raw family, NEW_VERSION_BEHAVIOR).
+func ensureTable(ctx context.Context, db table.DB, spec table.TableSpec, uid table.Table, logger *slog.Logger) (table.Table, error) {
 	t, err := table.EnsureTable(ctx, db, spec)
 	if err != nil {
 		return nil, err
 	}
-	have, err := db.Describe(ctx, spec.Name)
+	if uid == nil {
+		uid = t
+	}
+	recorded, err := familiesRecorded(ctx, uid, spec)
+	if err != nil {
+		return nil, err
+	}
+	dctx, cancel := ctx, context.CancelFunc(func() {})
+	if recorded {
+		dctx, cancel = context.WithTimeout(ctx, describeWait)
+	}
+	have, err := db.Describe(dctx, spec.Name)
+	cancel()
+	if err != nil && recorded && ctx.Err() == nil {
+		logger.Warn("the table's families could not be described (HBase: the master did not answer), so they were not checked: they are as an earlier start with these settings left them",
+			"table", spec.Name, "err", err)
+		return t, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("describe table %s: %w", spec.Name, err)
 	}
@@ -145,8 +171,17 @@ func ensureTable(ctx context.Context, db table.DB, spec table.TableSpec, logger 
 				"table", spec.Name, "family", want.Name, "changes", strings.Join(changed, ", "))
 		}
 	}
+	if !recorded {
+		if err := recordFamilies(ctx, uid, spec); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
 }
+
+// describeWait is how long a start whose table families are recorded
+// waits for their description before it starts on the record.
+var describeWait = 15 * time.Second // tests shorten it
 
 // addable are the families a table created by an earlier version may lack:
 // ensureTable adds them.

@@ -375,3 +375,64 @@ func TestFamilyDiffMemstore(t *testing.T) {
 		}
 	}
 }
+
+// adminDown is a DB whose administration does not answer, as HBase's while
+// its master is down: Describe fails at once, or, with block, once its
+// context ends (the HBase client's retries). Reads and writes still work.
+type adminDown struct {
+	table.DB
+	block bool
+}
+
+func (a adminDown) Describe(ctx context.Context, name string) (table.TableSpec, error) {
+	if a.block {
+		<-ctx.Done()
+		return table.TableSpec{}, fmt.Errorf("describe %s: %w", name, ctx.Err())
+	}
+	return table.TableSpec{}, fmt.Errorf("describe %s: the master does not answer", name)
+}
+
+// TestOpenWithoutDescribe: a start that cannot describe the tables (HBase:
+// the master down) starts on the schema row's record of their families,
+// once a start with the same settings brought them to these settings, and
+// reads and writes; before that record, or with other settings, it fails.
+func TestOpenWithoutDescribe(t *testing.T) {
+	defer func(d time.Duration) { describeWait = d }(describeWait)
+	describeWait = 200 * time.Millisecond
+	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
+		ctx := context.Background()
+		cfg := Config{TablePrefix: prefix}
+		if _, err := Open(ctx, adminDown{DB: db}, cfg); err == nil || !strings.Contains(err.Error(), "master does not answer") {
+			t.Fatalf("first start without describe: err = %v, want the describe error", err)
+		}
+		s := openStore(t, db, cfg)
+		now := time.Now().UnixMilli()
+		if err := s.Write(ctx, []SeriesIn{{Labels: lbls("__name__", "m", "a", "b"), Samples: []Sample{{T: now, V: 1}}}}); err != nil {
+			t.Fatal(err)
+		}
+
+		var logs bytes.Buffer
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		octx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		s2, err := Open(octx, adminDown{DB: db, block: true}, cfg)
+		if err != nil {
+			t.Fatalf("start with the families recorded, without describe: %v", err)
+		}
+		if got := strings.Count(logs.String(), "could not be described"); got != 2 {
+			t.Errorf("%d warnings of families not checked, want 2 (UID and data tables):\n%s", got, logs.String())
+		}
+		if err := s2.Write(ctx, []SeriesIn{{Labels: lbls("__name__", "m", "a", "c"), Samples: []Sample{{T: now, V: 2}}}}); err != nil {
+			t.Fatal(err)
+		}
+		got := collect(t, s2.Select(ctx, Query{Start: now, End: now, Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")}}))
+		if !strings.Contains(got, `a="b"`) || !strings.Contains(got, `a="c"`) {
+			t.Errorf("read back after a start without describe:\n%s\nwant both series", got)
+		}
+
+		cfg.Retention = 400 * 24 * time.Hour // another TTL: not what is recorded
+		if _, err := Open(ctx, adminDown{DB: db}, cfg); err == nil || !strings.Contains(err.Error(), "master does not answer") {
+			t.Errorf("start with other settings without describe: err = %v, want the describe error", err)
+		}
+	})
+}

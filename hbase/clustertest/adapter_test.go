@@ -151,13 +151,20 @@ func checkTables(t *testing.T, cl *cluster, bin, prefix string) {
 // the adapter's URL and the binary.
 func startAdapter(t *testing.T, cl *cluster, prefix string) (string, string) {
 	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "adapter")
+	bin := filepath.Join(t.TempDir(), "adapter")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/adapter")
 	build.Dir = cl.repo()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build adapter: %v\n%s", err, out)
 	}
+	return runAdapter(t, cl, bin, prefix), bin
+}
+
+// runAdapter runs the adapter binary on the cluster's tables of prefix
+// until the test ends, and returns its URL once it is ready.
+func runAdapter(t *testing.T, cl *cluster, bin, prefix string) string {
+	t.Helper()
+	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +201,7 @@ func startAdapter(t *testing.T, cl *cluster, prefix string) (string, string) {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return url, bin
+				return url
 			}
 		}
 		if time.Now().After(deadline) {

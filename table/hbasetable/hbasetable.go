@@ -15,6 +15,7 @@ import (
 
 	"github.com/prom-hbase/prom-hbase/hbase"
 	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
+	"github.com/prom-hbase/prom-hbase/hbase/pb"
 	"github.com/prom-hbase/prom-hbase/table"
 )
 
@@ -96,6 +97,13 @@ func (db *DB) CreateTable(ctx context.Context, spec table.TableSpec) error {
 // Table opens an existing table. A table still being created by someone
 // else is waited for, so that its first use finds every region served.
 func (db *DB) Table(ctx context.Context, name string) (table.Table, error) {
+	// An enabled table is opened on hbase:meta's word alone: an adapter
+	// then starts while the master is down or failing over. Any other
+	// answer (absent, being created or enabled, meta not answering) is
+	// the master's to give.
+	if st, found, err := db.c.TableStateInMeta(ctx, name); err == nil && found && st == pb.TableState_ENABLED {
+		return &Table{c: db.c, name: name}, nil
+	}
 	err := db.c.WaitEnabled(ctx, name)
 	if hbase.IsTableNotFound(err) {
 		return nil, fmt.Errorf("hbasetable: %s: %w", name, table.ErrTableNotFound)
