@@ -147,7 +147,10 @@ func familiesRecorded(ctx context.Context, uid table.Table, spec table.TableSpec
 
 // recordFamilies records spec's families for spec's table in the schema
 // row of uid. Adapters of other settings overwrite each other's record,
-// and a start that finds another's waits for the description.
+// and a start that finds another's waits for the description. Two such
+// starts at once may leave one's record beside the other's families; they
+// then differ in retention or codecs only, since every version that
+// records keeps the raw family and NEW_VERSION_BEHAVIOR.
 func recordFamilies(ctx context.Context, uid table.Table, spec table.TableSpec) error {
 	err := uid.Put(ctx, []table.Cell{{
 		Row: schemaRow, Family: labels2uid.FamilyID, Qualifier: familiesSetting(spec.Name),

@@ -12,9 +12,10 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 )
 
-// controlPlaneOutage is how long each of the master alone, then the master
-// and ZooKeeper together, stay down. ZooKeeper's part stays under the
-// cluster's 15 s session timeout, as a ZooKeeper restart or a quorum's
+// controlPlaneOutage is how long the data path is watched with the master
+// down (after a second adapter has started, which takes some 30 s more),
+// then with the master and ZooKeeper down. ZooKeeper's part stays under
+// the cluster's 15 s session timeout, as a ZooKeeper restart or a quorum's
 // leader election does: the region servers keep their sessions and
 // regions, which is what lets the data path carry on.
 const controlPlaneOutage = 10 * time.Second
