@@ -127,12 +127,13 @@ func ensureTable(ctx context.Context, db table.DB, spec table.TableSpec, uid tab
 	if err != nil {
 		return nil, err
 	}
-	dctx, cancel := ctx, context.CancelFunc(func() {})
+	dctx := ctx
 	if recorded {
+		var cancel context.CancelFunc
 		dctx, cancel = context.WithTimeout(ctx, describeWait)
+		defer cancel()
 	}
 	have, err := db.Describe(dctx, spec.Name)
-	cancel()
 	if err != nil && recorded && ctx.Err() == nil {
 		logger.Warn("the table's families could not be described (HBase: the master did not answer), so they were not checked: they are as an earlier start with these settings left them",
 			"table", spec.Name, "err", err)

@@ -54,14 +54,8 @@ func TestAdapterRegionServerFrozen(t *testing.T) {
 // to the other server and two split, under remote-write load. No request
 // may fail even once: a move or a split is no fault.
 func TestAdapterMoveAndSplit(t *testing.T) {
-	cl := newCluster(t)
-	cl.restore(1)
-	cl.restore(2)
-	c := cl.client()
-	prefix := fmt.Sprintf("fault_move_%d_", time.Now().Unix()%1e6)
-	url, bin := startAdapter(t, cl, prefix)
+	cl, c, prefix, url, bin := adapterOnCluster(t, "move", "prom-data")
 	table := prefix + "prom-data"
-	cl.spread(c, table)
 	w := startWriters(url)
 	w.waitAcked(10)
 
@@ -95,15 +89,7 @@ func TestAdapterMoveAndSplit(t *testing.T) {
 // set, once the data table's regions are served elsewhere; then it checks
 // the load's answers and that every acknowledged sample reads back.
 func runAdapterFault(t *testing.T, name string, fault func(cl *cluster, n int), resume func(cl *cluster, n int, t0 time.Time)) {
-	cl := newCluster(t)
-	cl.restore(1)
-	cl.restore(2)
-	c := cl.client()
-	prefix := fmt.Sprintf("fault_%s_%d_", name, time.Now().Unix()%1e6)
-	url, bin := startAdapter(t, cl, prefix)
-	for _, tbl := range []string{prefix + "prom-data", prefix + "prom-uid"} {
-		cl.spread(c, tbl)
-	}
+	cl, c, prefix, url, bin := adapterOnCluster(t, name, "prom-data", "prom-uid")
 	n := cl.metaServer(c)
 	dead := cl.addr(n)
 	t.Cleanup(func() { cl.restore(n) })
@@ -130,6 +116,25 @@ func runAdapterFault(t *testing.T, name string, fault func(cl *cluster, n int), 
 	}
 	w.verify(t, url)
 	checkTables(t, cl, bin, prefix)
+}
+
+// adapterOnCluster readies the cluster for an adapter-level fault test: both
+// region servers up, an adapter (built here) on tables of its own, prefixed
+// fault_<name>_<time>_, and the regions of each table suffix in spread
+// moved to spread over both servers. It returns the cluster, a client of
+// it, the prefix, the adapter's URL and its binary.
+func adapterOnCluster(t *testing.T, name string, spread ...string) (cl *cluster, c *hbase.Client, prefix, url, bin string) {
+	t.Helper()
+	cl = newCluster(t)
+	cl.restore(1)
+	cl.restore(2)
+	c = cl.client()
+	prefix = fmt.Sprintf("fault_%s_%d_", name, time.Now().Unix()%1e6)
+	url, bin = startAdapter(t, cl, prefix)
+	for _, suffix := range spread {
+		cl.spread(c, prefix+suffix)
+	}
+	return cl, c, prefix, url, bin
 }
 
 // checkTables runs `adapter check --data` on the tables of prefix, the
@@ -317,14 +322,21 @@ func (w *rwLoad) run(ctx context.Context, writer int) {
 }
 
 func (w *rwLoad) post(ctx context.Context, body []byte) (int, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url+"/api/v1/write", bytes.NewReader(body))
+	return postWrite(ctx, w.client, w.url, body)
+}
+
+// postWrite sends one remote-write 1.0 body to the adapter at url and
+// returns its status and the start of its answer (0 and the error when
+// none came).
+func postWrite(ctx context.Context, client *http.Client, url string, body []byte) (int, string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/api/v1/write", bytes.NewReader(body))
 	if err != nil {
 		return 0, err.Error()
 	}
 	req.Header.Set("Content-Encoding", "snappy")
 	req.Header.Set("Content-Type", "application/x-protobuf")
 	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-	resp, err := w.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, err.Error()
 	}

@@ -2,7 +2,6 @@ package clustertest
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -29,15 +28,7 @@ const controlPlaneOutage = 10 * time.Second
 // acknowledged sample. With the master down, a second adapter starts on
 // the same tables and takes a write of a new series.
 func TestAdapterControlPlaneDown(t *testing.T) {
-	cl := newCluster(t)
-	cl.restore(1)
-	cl.restore(2)
-	c := cl.client()
-	prefix := fmt.Sprintf("fault_ctl_%d_", time.Now().Unix()%1e6)
-	url, bin := startAdapter(t, cl, prefix)
-	for _, tbl := range []string{prefix + "prom-data", prefix + "prom-uid"} {
-		cl.spread(c, tbl)
-	}
+	cl, _, prefix, url, bin := adapterOnCluster(t, "ctl", "prom-data", "prom-uid")
 	zkDown, masterDown := false, false
 	t.Cleanup(func() {
 		// Start what a failed test left down: the next tests need it.
@@ -129,8 +120,7 @@ func startWithoutMaster(t *testing.T, cl *cluster, w *rwLoad, bin, prefix string
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := &rwLoad{url: url, client: w.client}
-	if code, msg := second.post(context.Background(), snappy.Encode(nil, raw)); code/100 != 2 {
+	if code, msg := postWrite(context.Background(), w.client, url, snappy.Encode(nil, raw)); code/100 != 2 {
 		t.Fatalf("a write of a new series to an adapter started with the master down: %d %s", code, msg)
 	}
 	got, err := readBack(url, w.base, w.base)
