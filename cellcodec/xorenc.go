@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // This file writes Prometheus's XOR chunk format (tsdb/chunkenc's xor.go)
@@ -28,11 +29,6 @@ import (
 //
 // The stream's last byte is padded with zero bits.
 
-// noWindow is the leading-zero count before any window is set: it exceeds
-// every capped count (<= 31), so the reuse test fails without a branch of its
-// own, as chunkenc's 0xff does.
-const noWindow = 0xff
-
 // maxLeading caps the leading zeros of a window: they are written in 5 bits.
 const maxLeading = 31
 
@@ -47,88 +43,148 @@ func AppendXORChunk(dst []byte, samples []Sample) []byte {
 	}
 	// The first sample and the second one's delta are whole bytes: they need
 	// no bit writer.
-	t, v := samples[0].T, math.Float64bits(samples[0].V)
-	dst = binary.AppendVarint(dst, t)
-	dst = binary.BigEndian.AppendUint64(dst, v)
+	dst = binary.AppendVarint(dst, samples[0].T)
+	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(samples[0].V))
 	if len(samples) == 1 {
 		return dst
 	}
 	// Deltas are unsigned and wrap, as chunkenc's do: timestamps far apart
 	// overflow an int64 difference.
-	delta := uint64(samples[1].T - t)
-	dst = binary.AppendUvarint(dst, delta)
-	t = samples[1].T
+	dst = binary.AppendUvarint(dst, uint64(samples[1].T-samples[0].T))
 
-	// The bit writer's state is three locals, not a struct, so that the
-	// compiler keeps it in registers (a struct holding the slice is too big
-	// for that).
+	// Room for the longest stream these samples can make (maxSampleBits
+	// each, xordec.go) is reserved once, so that the loop neither checks
+	// capacity nor calls anything: a call in it (append's growslice) made
+	// the compiler keep the loop's state on the stack. Whole words are
+	// stored only once all their bits are known, so nothing past the
+	// returned length is written.
+	pos := len(dst)
+	out := slices.Grow(dst, (len(samples)*maxSampleBits+7)/8)
+	out = out[:cap(out)]
+	// The bit stream is out[:pos], then the n (< 64) low bits of acc.
 	var acc uint64
 	var n uint
-	leading, trailing := uint(noWindow), uint(0)
-	for i, s := range samples[1:] {
-		// The delta-of-delta's bucket prefix and bits go in one write with
-		// the value's control bits below; the second sample has its delta
-		// written already, and no delta-of-delta.
+	// The window is kept as the bits outside it (all of them before the
+	// first one is set), so that the reuse test is one AND: an XOR has no
+	// bits outside the window exactly when its leading and trailing zeros
+	// cover the window's (the window's leading count is at most 31, so
+	// comparing it with the XOR's capped count, as chunkenc does, is the
+	// same). trailing and sigLen are what the reuse writes.
+	notWindow := ^uint64(0)
+	var trailing, sigLen uint
+	if x := math.Float64bits(samples[1].V) ^ math.Float64bits(samples[0].V); x == 0 {
+		n = 1
+	} else {
+		lead := min(uint(bits.LeadingZeros64(x)), maxLeading)
+		trailing = uint(bits.TrailingZeros64(x))
+		sigLen = 64 - lead - trailing
+		notWindow = ^(^uint64(0) >> lead & -(x & -x))
+		// sigLen is 1..64 and goes in 6 bits: 64 wraps to 0, as in
+		// chunkenc.
+		acc, n = 0b11<<11|uint64(lead)<<6|uint64(sigLen)&63, 13
+		pos, acc, n = putBits(out, pos, acc, n, x>>trailing, sigLen)
+	}
+	// s[2] is the sample to write: the delta-of-delta is read from the
+	// samples rather than carried in variables, which leaves the compiler
+	// more registers for the writer's state.
+	for s := samples; len(s) >= 3; s = s[1:] {
+		x := math.Float64bits(s[2].V) ^ math.Float64bits(s[1].V)
+		dod := uint64(s[2].T) - 2*uint64(s[1].T) + uint64(s[0].T)
+		if dod|x == 0 {
+			// Repeats ('00' each) come in runs, all of a constant series'
+			// samples and most of a gauge's: a run is written at once.
+			run := uint(1)
+			for len(s) >= 4 && s[3].T-s[2].T == s[2].T-s[1].T && math.Float64bits(s[3].V) == math.Float64bits(s[2].V) {
+				s = s[1:]
+				run++
+			}
+			pos, acc, n = putZeros(out, pos, acc, n, 2*run)
+			continue
+		}
+		// code collects the delta-of-delta's bits and the value's control
+		// bits, then takes the significant bits too when they fit, so that
+		// a sample is most often a single write.
 		var code uint64
 		var codeLen uint
-		if i > 0 {
-			d := uint64(s.T - t)
-			dod := int64(d - delta)
-			t, delta = s.T, d
-			switch {
-			case dod == 0:
-				code, codeLen = 0, 1
-			// Bucket n holds -(2^(n-1)-1) .. 2^(n-1): one unsigned compare
-			// once the range is moved to start at 0.
-			case uint64(dod+(1<<13-1)) < 1<<14:
-				code, codeLen = 0b10<<14|uint64(dod)&(1<<14-1), 16
-			case uint64(dod+(1<<16-1)) < 1<<17:
-				code, codeLen = 0b110<<17|uint64(dod)&(1<<17-1), 20
-			case uint64(dod+(1<<19-1)) < 1<<20:
-				code, codeLen = 0b1110<<20|uint64(dod)&(1<<20-1), 24
-			default:
-				dst, acc, n = putBits(dst, acc, n, 0b1111, 4)
-				dst, acc, n = putBits(dst, acc, n, uint64(dod), 64)
-			}
+		switch {
+		case dod == 0:
+			code, codeLen = 0, 1
+		// Bucket n holds -(2^(n-1)-1) .. 2^(n-1): one unsigned compare
+		// once the range is moved to start at 0.
+		case dod+(1<<13-1) < 1<<14:
+			code, codeLen = 0b10<<14|dod&(1<<14-1), 16
+		case dod+(1<<16-1) < 1<<17:
+			code, codeLen = 0b110<<17|dod&(1<<17-1), 20
+		case dod+(1<<19-1) < 1<<20:
+			code, codeLen = 0b1110<<20|dod&(1<<20-1), 24
+		default:
+			pos, acc, n = putBits(out, pos, acc, n, 0b1111, 4)
+			pos, acc, n = putBits(out, pos, acc, n, dod, 64)
 		}
-		cur := math.Float64bits(s.V)
-		x := v ^ cur
-		v = cur
+		// Branches, not conditional moves, though which case comes next
+		// follows no pattern: computing both and selecting chains every
+		// sample to the window before it, which measured slower.
 		var sig uint64
-		var sigLen uint
-		switch lead, trail := min(uint(bits.LeadingZeros64(x)), maxLeading), uint(bits.TrailingZeros64(x)); {
+		var sigBits uint
+		switch {
 		case x == 0:
 			code, codeLen = code<<1, codeLen+1
-		case lead >= leading && trail >= trailing:
+		case x&notWindow == 0:
 			code, codeLen = code<<2|0b10, codeLen+2
-			sig, sigLen = x>>trailing, 64-leading-trailing
+			sig, sigBits = x>>(trailing&63), sigLen
 		default:
-			leading, trailing = lead, trail
-			sig, sigLen = x>>trail, 64-lead-trail
-			// sigLen is 1..64 and goes in 6 bits: 64 wraps to 0, as in
-			// chunkenc.
+			lead := min(uint(bits.LeadingZeros64(x)), maxLeading)
+			trailing = uint(bits.TrailingZeros64(x))
+			sigLen = 64 - lead - trailing
+			notWindow = ^(^uint64(0) >> lead & -(x & -x))
 			code, codeLen = code<<13|0b11<<11|uint64(lead)<<6|uint64(sigLen)&63, codeLen+13
+			sig, sigBits = x>>(trailing&63), sigLen
 		}
-		dst, acc, n = putBits(dst, acc, n, code, codeLen)
-		dst, acc, n = putBits(dst, acc, n, sig, sigLen)
+		// codeLen >= 1, so sigBits < 64 when both fit.
+		if codeLen+sigBits <= 64 {
+			pos, acc, n = putBits(out, pos, acc, n, code<<(sigBits&63)|sig, codeLen+sigBits)
+		} else {
+			pos, acc, n = putBits(out, pos, acc, n, code, codeLen)
+			pos, acc, n = putBits(out, pos, acc, n, sig, sigBits)
+		}
 	}
 	// The last bits, padded with zeros to a whole byte.
 	for left := acc << (64 - n); n > 0; n -= min(n, 8) {
-		dst = append(dst, byte(left>>56))
+		out[pos] = byte(left >> 56)
+		pos++
 		left <<= 8
 	}
-	return dst
+	return out[:pos]
 }
 
-// putBits appends to the bit stream buf, acc, n the nbits (<= 64) low bits
-// of v, whose bits above them must be 0. The stream's bits are buf's, most
-// significant first, then the n (< 64) low bits of acc; acc's bits above
-// them are stale, and every use of acc shifts them out.
-func putBits(buf []byte, acc uint64, n uint, v uint64, nbits uint) ([]byte, uint64, uint) {
+// putBits appends to the bit stream out[:pos], acc, n the nbits (1..64) low
+// bits of v, whose bits above them must be 0. The stream's bits are out's,
+// most significant first, then the n (< 64) low bits of acc; acc's bits
+// above them are stale, and every use of acc shifts them out. out must have
+// room for the word that fills up.
+func putBits(out []byte, pos int, acc uint64, n uint, v uint64, nbits uint) (int, uint64, uint) {
 	if n+nbits < 64 {
-		return buf, acc<<(nbits&63) | v, n + nbits
+		return pos, acc<<(nbits&63) | v, n + nbits
 	}
 	rest := n + nbits - 64
-	// A shift by 64 (n == 0) gives 0 in Go, which is what is wanted.
-	return binary.BigEndian.AppendUint64(buf, acc<<(64-n)|v>>rest), v, rest
+	// The shifts are masked so that the compiler does not guard them for
+	// counts of 64 and more; acc's n bits are moved up in two steps, because
+	// n == 0 must shift them (stale) all out.
+	binary.BigEndian.PutUint64(out[pos:pos+8], acc<<1<<((63-n)&63)|v>>(rest&63))
+	return pos + 8, v, rest
+}
+
+// putZeros appends nbits zero bits to the bit stream out[:pos], acc, n, as
+// putBits does.
+func putZeros(out []byte, pos int, acc uint64, n uint, nbits uint) (int, uint64, uint) {
+	if n+nbits < 64 {
+		return pos, acc << (nbits & 63), n + nbits
+	}
+	binary.BigEndian.PutUint64(out[pos:pos+8], acc<<1<<((63-n)&63))
+	pos += 8
+	for nbits -= 64 - n; nbits >= 64; nbits -= 64 {
+		binary.BigEndian.PutUint64(out[pos:pos+8], 0)
+		pos += 8
+	}
+	return pos, 0, nbits
 }

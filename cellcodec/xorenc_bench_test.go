@@ -76,3 +76,46 @@ func BenchmarkAppendXORChunk(b *testing.B) {
 		}
 	}
 }
+
+// mixedChunks are count chunks of SamplesPerChunk samples, each of a kind
+// and a seed of its own, in no order: what a streamed read of many series
+// encodes, and what a branch predictor cannot learn as it learns one chunk
+// encoded over and over.
+func mixedChunks(count int) [][]Sample {
+	rng := rand.New(rand.NewPCG(21, 22))
+	chunks := make([][]Sample, count)
+	for i := range chunks {
+		kind := realisticKinds[rng.IntN(len(realisticKinds))]
+		seeded := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
+		chunks[i] = realisticSamples(seeded, kind, SamplesPerChunk, 1_700_000_000_000+rng.Int64N(1<<30))
+	}
+	return chunks
+}
+
+// BenchmarkAppendXORChunkMixed encodes 1,000 different chunks of the
+// realistic kinds in turn, one per iteration, with AppendXORChunk and with
+// chunkenc's appender.
+func BenchmarkAppendXORChunkMixed(b *testing.B) {
+	chunks := mixedChunks(1000)
+	encoders := []struct {
+		name string
+		fn   func(dst []byte, samples []Sample) []byte
+	}{
+		{"cellcodec", AppendXORChunk},
+		{"chunkenc", func(dst []byte, samples []Sample) []byte { return chunkencAppend(b, dst, samples) }},
+	}
+	for _, e := range encoders {
+		b.Run(e.name, func(b *testing.B) {
+			var dst []byte
+			samples, written := 0, 0
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i = (i + 1) % len(chunks) {
+				dst = e.fn(dst[:0], chunks[i])
+				samples += len(chunks[i])
+				written += len(dst)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(samples), "ns/sample")
+			b.ReportMetric(float64(written)/float64(samples), "B/sample")
+		})
+	}
+}

@@ -30,6 +30,7 @@ func checkXORIdentical(t *testing.T, name string, samples []Sample) {
 		t.Fatalf("%s: %d samples: %d bytes differ from chunkenc's %d from byte %d:\ngot  %x\nwant %x",
 			name, len(samples), len(got), len(want), at, got[at:min(len(got), at+32)], want[at:min(len(want), at+32)])
 	}
+	checkXORSpareUntouched(t, name, samples, want)
 	var c chunkenc.XORChunk
 	c.Reset(got)
 	it := c.Iterator(nil)
@@ -42,6 +43,30 @@ func checkXORIdentical(t *testing.T, name string, samples []Sample) {
 	}
 	if it.Err() != nil || i != len(samples) {
 		t.Fatalf("%s: %d of %d samples decoded: %v", name, i, len(samples), it.Err())
+	}
+}
+
+// checkXORSpareUntouched fails unless AppendXORChunk, given room enough
+// past dst's bytes, writes want there and not one byte past it: the encoder
+// reserves room for the worst case and must not write beyond the chunk.
+func checkXORSpareUntouched(t *testing.T, name string, samples []Sample, want []byte) {
+	t.Helper()
+	const head, sentinel = 3, 0xa5
+	room := make([]byte, head+32*len(samples)+64)
+	for i := range room {
+		room[i] = sentinel
+	}
+	got := AppendXORChunk(room[:head], samples)
+	if &got[0] != &room[0] {
+		t.Fatalf("%s: %d samples: %d bytes of room were not enough", name, len(samples), len(room))
+	}
+	if !bytes.Equal(got[head:], want) {
+		t.Fatalf("%s: %d samples: written into spare room, %x differs from chunkenc's %x", name, len(samples), got[head:], want)
+	}
+	for i := len(got); i < len(room); i++ {
+		if room[i] != sentinel {
+			t.Fatalf("%s: %d samples: byte %d past the %d-byte chunk written", name, len(samples), i-len(got), len(got)-head)
+		}
 	}
 }
 

@@ -110,6 +110,13 @@ func (b *chunkBuilder) addSamples(s []Sample) error {
 		return err
 	}
 	for len(s) > 0 {
+		if len(b.pending) == 0 && len(s) >= samplesPerChunk {
+			// A whole chunk's worth is cut where it lies (a dense cell's
+			// samples, mostly), without the copy into pending.
+			b.cutFrom(s[:samplesPerChunk])
+			s = s[samplesPerChunk:]
+			continue
+		}
 		n := min(samplesPerChunk-len(b.pending), len(s))
 		b.pending = append(b.pending, s[:n]...)
 		s = s[n:]
@@ -170,11 +177,16 @@ func (b *chunkBuilder) cutHistograms() error {
 // times faster and without allocating: every loose sample of a streamed read
 // goes through here).
 func (b *chunkBuilder) cut() {
-	p := b.pending
+	b.cutFrom(b.pending)
+	b.pending = b.pending[:0]
+}
+
+// cutFrom encodes p (1 to samplesPerChunk samples, ascending) into a new
+// XOR chunk.
+func (b *chunkBuilder) cutFrom(p []Sample) {
 	off := len(b.arena)
 	b.arena = cellcodec.AppendXORChunk(b.arena, p)
 	b.refs = append(b.refs, chunkRef{mint: p[0].T, maxt: p[len(p)-1].T, n: len(p), off: off, end: len(b.arena), enc: chunkenc.EncXOR})
-	b.pending = b.pending[:0]
 }
 
 // finish cuts what is pending and returns the series' chunks, valid until

@@ -114,9 +114,11 @@ type Compactor struct {
 	marksDue  time.Time
 	markDelay time.Duration
 
-	// Marks deleted since the compaction table was last tidied, and when.
-	untidy   int
-	lastTidy time.Time
+	// Marks deleted since the compaction table was last tidied, and when;
+	// tidyTried once the first tidying was asked for (see tidy).
+	untidy    int
+	lastTidy  time.Time
+	tidyTried bool
 	// Raw cells deleted since FamilyRaw was last swept, and when.
 	unswept   int
 	lastSweep time.Time
@@ -252,11 +254,20 @@ const (
 // compaction: 1,280 of them (make bench's data set) cost 2-10 ms of HBase
 // CPU per query, against 0.15 ms once compacted. The table is small, so
 // rewriting it is cheap; a failure only leaves reads slower.
+//
+// The first pass of a compactor tidies even when it deleted nothing: the
+// count of deleted marks lives in the process that deleted them, so one
+// that stopped before its tidying (a restart during a catch-up, when
+// tidying waits for tidyEvery) would otherwise leave them to every query
+// until a later pass deletes marks, which never comes once writes stop: up
+// to HBase's weekly major compaction. It is asked for once per process, so
+// that a backend refusing it is not asked every pass.
 func (c *Compactor) tidy(ctx context.Context, st PassStats) {
 	c.untidy += st.MarksDeleted
-	if c.untidy == 0 || (st.Pending > 0 && time.Since(c.lastTidy) < tidyEvery) {
+	if (c.untidy == 0 && c.tidyTried) || (st.Pending > 0 && time.Since(c.lastTidy) < tidyEvery) {
 		return
 	}
+	c.tidyTried = true
 	tc, ok := c.todo.(table.Compacter)
 	if !ok {
 		return

@@ -38,6 +38,11 @@ type compactPlan struct {
 	hists    []HistogramSample
 	keep     []cellcodec.Point // samples no chunk gives back exactly: they stay raw
 	keptRaw  []bool            // per keep: a raw cell holds it already
+	// xorBuf is where a chunk is encoded before it is copied out at its
+	// size: the encoder reserves room for the longest chunk its samples
+	// could make, some 2 KB for 120, and a planned cell lives until its
+	// batch is written.
+	xorBuf []byte
 }
 
 func (p *compactPlan) reset() {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -38,11 +39,11 @@ func (p *compactPlan) addFloatRun(key []byte, hourMillis int64, pts []cellcodec.
 	p.packed = p.packed[:0]
 	for k := range n {
 		part := p.samples[len(p.samples)*k/n : len(p.samples)*(k+1)/n]
-		v, err := cellcodec.AppendChunkValue(nil, part)
-		if err != nil {
+		var err error
+		if p.xorBuf, err = cellcodec.AppendChunkValue(p.xorBuf[:0], part); err != nil {
 			return fmt.Errorf("encode chunk: %w", err)
 		}
-		p.packed = append(p.packed, cellcodec.Chunk{Encoding: chunkenc.EncXOR, MinT: part[0].T, MaxT: part[len(part)-1].T, Data: v})
+		p.packed = append(p.packed, cellcodec.Chunk{Encoding: chunkenc.EncXOR, MinT: part[0].T, MaxT: part[len(part)-1].T, Data: bytes.Clone(p.xorBuf)})
 	}
 	limit := p.cellLimit()
 	clear(p.xorCells)
