@@ -211,8 +211,8 @@ func TestCompactorSweepsRawFamily(t *testing.T) {
 // TestCompactorTidiesCompactionTable checks that a pass which deleted marks
 // and left no closed hour pending has the compaction table rewritten (reads
 // scan its marks), that a later pass which deleted none does not, and that
-// a compactor's first pass does whatever it deleted (an earlier process
-// may have stopped before tidying what it deleted).
+// a compactor's first pass tidies even when it deleted nothing (an earlier
+// process may have stopped before tidying what it deleted).
 func TestCompactorTidiesCompactionTable(t *testing.T) {
 	ctx := context.Background()
 	db, prefix := openPebble(t)
