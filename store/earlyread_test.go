@@ -70,22 +70,26 @@ func testEarlyReadRace(t *testing.T, db table.DB, prefix string, prefetch int, d
 	c := clockedCompactor(t, s, clock)
 	c.markDelay = delay
 
-	// The fold runs after the early read and before the marks are read.
-	early := make(chan struct{})
-	var once sync.Once
-	s.read.afterEarlyRead = func() { once.Do(func() { close(early) }) }
+	// The fold runs after every task's early read and before the marks are
+	// read. A task whose early read came after the fold would read the
+	// chunks, and the control would not see the race.
+	q := Query{Start: h0, End: h0 + hour - 1, Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")}}
+	tasks := earlyTasks(t, s, q)
+	early := make(chan struct{}, tasks)
+	s.read.afterEarlyRead = func() { early <- struct{}{} }
 	var passErr error
 	s.read.beforeMarks = func() {
-		select {
-		case <-early:
-		case <-time.After(10 * time.Second):
-			passErr = fmt.Errorf("no early read")
-			return
+		for i := range tasks {
+			select {
+			case <-early:
+			case <-time.After(10 * time.Second):
+				passErr = fmt.Errorf("%d of %d early reads", i, tasks)
+				return
+			}
 		}
 		_, passErr = c.Pass(ctx)
 	}
 	retries := s.read.earlyRereads.Load()
-	q := Query{Start: h0, End: h0 + hour - 1, Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")}}
 	got := collect(t, s.Select(ctx, q))
 	s.read.afterEarlyRead, s.read.beforeMarks = nil, nil
 	if passErr != nil {
@@ -114,6 +118,34 @@ func testEarlyReadRace(t *testing.T, db table.DB, prefix string, prefetch int, d
 	if again := collect(t, s.Select(ctx, q)); again != got {
 		t.Errorf("read again:\n%s\nfirst read:\n%s", again, got)
 	}
+}
+
+// earlyTasks is how many phase-one tasks of q (one group) read early: those
+// with FamilyData ranges, cut as findSeries cuts them (Pebble: one per salt
+// bucket; HBase: one per region). Each must fit in ScanConcurrency, or one
+// would wait for a slot that only the marks free.
+func earlyTasks(t *testing.T, s *Store, q Query) int {
+	t.Helper()
+	ctx := context.Background()
+	p, err := s.planQuery(ctx, q.Matchers)
+	if err != nil || p == nil || len(p.groups) != 1 {
+		t.Fatalf("plan: %v, %+v: want one group", err, p)
+	}
+	startHour, endHour, _ := rowkey.HourRange(q.Start, q.End)
+	tasks, err := s.scanTasks(ctx, p, p.groups[0], startHour, endHour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, task := range tasks {
+		if len(task.data) > 0 {
+			n++
+		}
+	}
+	if n == 0 || n > s.cfg.ScanConcurrency {
+		t.Fatalf("%d tasks read early, want 1 to %d", n, s.cfg.ScanConcurrency)
+	}
+	return n
 }
 
 // TestCompactorDeletesMarksAfterDelay checks the compactor's side of the
