@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prom-hbase/prom-hbase/internal/adapterproc"
 )
 
 // process is a child process of the suite (the adapter, Prometheus) whose
@@ -59,7 +61,7 @@ func (p *process) start() error {
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout = f
 	cmd.Stderr = f
-	cmd.SysProcAttr = childAttrs()
+	cmd.SysProcAttr = adapterproc.ChildAttrs()
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/prom-hbase/prom-hbase/hbase/hbasetest"
+	"github.com/prom-hbase/prom-hbase/internal/adapterproc"
 	"github.com/prom-hbase/prom-hbase/store"
 )
 
@@ -141,11 +142,9 @@ func buildAdapter(t *testing.T, dir string) string {
 // while the adapters still write and compact.
 func checkTables(ctx context.Context, t *testing.T, bin, zk, prefix string) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, bin, "check", "--data", "--log.level=warn", "--hbase.zookeeper-quorum="+zk,
-		"--hbase.zookeeper-root="+hbasetest.ZKRoot(), "--hbase.table-prefix="+prefix)
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "UIDs in data rows") {
-		t.Fatalf("adapter check --data: %v\n%s", err, out)
+	out, err := adapterproc.Check(ctx, bin, zk, hbasetest.ZKRoot(), prefix)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
 	t.Logf("adapter check --data:\n%s", out)
 }

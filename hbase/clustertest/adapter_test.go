@@ -21,6 +21,7 @@ import (
 
 	"github.com/prom-hbase/prom-hbase/hbase"
 	"github.com/prom-hbase/prom-hbase/hbase/hbasetest"
+	"github.com/prom-hbase/prom-hbase/internal/adapterproc"
 )
 
 // The adapter-level fault tests run the adapter binary on the cluster, with
@@ -142,13 +143,12 @@ func adapterOnCluster(t *testing.T, name string, spread ...string) (cl *cluster,
 // and no raw cell without its compaction mark.
 func checkTables(t *testing.T, cl *cluster, bin, prefix string) {
 	t.Helper()
-	out, err := exec.Command(bin, "check", "--data", "--log.level=warn", "--hbase.zookeeper-quorum="+cl.zk,
-		"--hbase.zookeeper-root="+hbasetest.ZKRoot(), "--hbase.table-prefix="+prefix).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "UIDs in data rows") {
-		t.Errorf("adapter check --data after the fault: %v\n%s", err, out)
+	out, err := adapterproc.Check(context.Background(), bin, cl.zk, hbasetest.ZKRoot(), prefix)
+	if err != nil {
+		t.Errorf("after the fault: %v\n%s", err, out)
 		return
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
 	t.Logf("adapter check --data after the fault: %s", lines[len(lines)-1])
 }
 
@@ -184,7 +184,7 @@ func runAdapter(t *testing.T, cl *cluster, bin, prefix string) string {
 	cmd := exec.Command(bin, "--web.listen-address="+addr, "--hbase.zookeeper-quorum="+cl.zk,
 		"--hbase.zookeeper-root="+hbasetest.ZKRoot(), "--hbase.table-prefix="+prefix, "--salt.buckets=8", "--hbase.data-regions=8")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = childAttrs()
+	cmd.SysProcAttr = adapterproc.ChildAttrs()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

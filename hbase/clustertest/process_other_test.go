@@ -1,8 +1,0 @@
-//go:build !linux
-
-package clustertest
-
-import "syscall"
-
-// childAttrs: only Linux can tie a child's life to its parent's.
-func childAttrs() *syscall.SysProcAttr { return nil }
