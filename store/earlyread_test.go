@@ -121,9 +121,9 @@ func testEarlyReadRace(t *testing.T, db table.DB, prefix string, prefetch int, d
 }
 
 // earlyTasks is how many phase-one tasks of q (one group) read early: those
-// with FamilyData ranges, cut as findSeries cuts them (Pebble: one per salt
-// bucket; HBase: one per region). Each must fit in ScanConcurrency, or one
-// would wait for a slot that only the marks free.
+// with FamilyData ranges, cut as findSeries cuts them (Pebble: one per core,
+// up to one per salt bucket; HBase: one per region). Each must fit in
+// ScanConcurrency, or one would wait for a slot that only the marks free.
 func earlyTasks(t *testing.T, s *Store, q Query) int {
 	t.Helper()
 	ctx := context.Background()

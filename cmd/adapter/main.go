@@ -147,6 +147,7 @@ func parseFlags(args []string) (*config, error) {
 // tables the same way.
 type storageFlags struct {
 	storagePath      string
+	storageCache     units.Base2Bytes
 	zkQuorum         string
 	zkRoot           string
 	rpcTimeout       time.Duration
@@ -175,6 +176,8 @@ type storageFlags struct {
 func addBackendFlags(app *kingpin.Application, c *storageFlags) {
 	app.Flag("storage.path", "Directory of the embedded Pebble store, used when --hbase.zookeeper-quorum is not set.").
 		Default("data/").StringVar(&c.storagePath)
+	app.Flag("storage.cache-size", "Block cache of the embedded Pebble store: blocks kept decompressed for the reads of recent hours (0: none). Not used with HBase, whose region servers keep their own.").
+		Default("64MiB").BytesVar(&c.storageCache)
 	app.Flag("hbase.zookeeper-quorum", "ZooKeeper quorum of the HBase cluster (host:port,host:port). When set, samples are stored in HBase instead of --storage.path.").
 		PlaceHolder("zk1:2181,zk2:2181").StringVar(&c.zkQuorum)
 	app.Flag("hbase.zookeeper-root", "Root znode of the HBase cluster (zookeeper.znode.parent).").
@@ -283,7 +286,9 @@ func openDB(ctx context.Context, cfg *storageFlags, logger *slog.Logger) (table.
 		return db, nil
 	}
 	logger.Info("opening embedded storage", "path", cfg.storagePath)
-	db, err := pebbletable.Open(cfg.storagePath, pebbletable.Options{Logger: logger})
+	// --storage.cache-size=0 asks for no cache, where the backend's 0 means
+	// its default: a cache of one byte keeps nothing.
+	db, err := pebbletable.Open(cfg.storagePath, pebbletable.Options{Logger: logger, CacheBytes: max(int64(cfg.storageCache), 1)})
 	if err != nil {
 		return nil, fmt.Errorf("open embedded storage: %w", err)
 	}
