@@ -53,7 +53,7 @@ func testScanRangePrefetch(t *testing.T, buckets int) {
 		if len(ranges) != buckets {
 			t.Fatalf("%d ranges, want %d", len(ranges), buckets)
 		}
-		all := nSeries * hours * perHour * (4 + 8) // qualifier and value bytes
+		all := nSeries * hours * perHour * (4 + 8 + cellSize) // qualifier, value and Cell
 		for _, tc := range []struct {
 			budget int
 			kept   bool
