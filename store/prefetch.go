@@ -201,12 +201,14 @@ func (rs *rangeScan) run(ctx context.Context, ranges []table.RowRange, family st
 		if !ok || !keep {
 			continue
 		}
-		if rs.kept+rowBytes(row.Cells) > rs.budget {
+		n := rowBytes(row.Cells)
+		if rs.kept+n > rs.budget {
 			rs.dropRows()
 			// The row after this one: its key with a zero byte appended.
 			return append(append([]byte(nil), row.Key...), 0), nil
 		}
 		rs.keepRow(i, row)
+		rs.kept += n
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("scan data table: %w", err)
@@ -266,7 +268,6 @@ func (rs *rangeScan) keepRow(i int, row table.Row) {
 			Timestamp: c.Timestamp, Value: rs.arena.copy(c.Value),
 		})
 	}
-	rs.kept += rowBytes(row.Cells)
 	k, _ := rs.s.layout.Parse(row.Key)
 	sr := &rs.out[i]
 	sr.rows = append(sr.rows, hourRow{hour: k.BaseHour, cells: rs.cellBuf[start:len(rs.cellBuf):len(rs.cellBuf)]})
