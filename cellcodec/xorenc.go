@@ -75,13 +75,8 @@ func AppendXORChunk(dst []byte, samples []Sample) []byte {
 	if x := math.Float64bits(samples[1].V) ^ math.Float64bits(samples[0].V); x == 0 {
 		n = 1
 	} else {
-		lead := min(uint(bits.LeadingZeros64(x)), maxLeading)
-		trailing = uint(bits.TrailingZeros64(x))
-		sigLen = 64 - lead - trailing
-		notWindow = ^(^uint64(0) >> lead & -(x & -x))
-		// sigLen is 1..64 and goes in 6 bits: 64 wraps to 0, as in
-		// chunkenc.
-		acc, n = 0b11<<11|uint64(lead)<<6|uint64(sigLen)&63, 13
+		acc, trailing, sigLen, notWindow = newWindow(x)
+		n = 13
 		pos, acc, n = putBits(out, pos, acc, n, x>>trailing, sigLen)
 	}
 	// s[2] is the sample to write: the delta-of-delta is read from the
@@ -133,11 +128,9 @@ func AppendXORChunk(dst []byte, samples []Sample) []byte {
 			code, codeLen = code<<2|0b10, codeLen+2
 			sig, sigBits = x>>(trailing&63), sigLen
 		default:
-			lead := min(uint(bits.LeadingZeros64(x)), maxLeading)
-			trailing = uint(bits.TrailingZeros64(x))
-			sigLen = 64 - lead - trailing
-			notWindow = ^(^uint64(0) >> lead & -(x & -x))
-			code, codeLen = code<<13|0b11<<11|uint64(lead)<<6|uint64(sigLen)&63, codeLen+13
+			var ctrl uint64
+			ctrl, trailing, sigLen, notWindow = newWindow(x)
+			code, codeLen = code<<13|ctrl, codeLen+13
 			sig, sigBits = x>>(trailing&63), sigLen
 		}
 		// codeLen >= 1, so sigBits < 64 when both fit.
@@ -155,6 +148,20 @@ func AppendXORChunk(dst []byte, samples []Sample) []byte {
 		left <<= 8
 	}
 	return out[:pos]
+}
+
+// newWindow returns the window of x (non-zero), an XOR of two values that
+// the previous window does not cover: the 13 control bits that announce it
+// ('11', the leading zeros capped at maxLeading in 5 bits, the significant
+// bits in 6), its trailing zeros and significant bits, and the bits outside
+// it. It is small enough to be inlined into the encoder's loop.
+func newWindow(x uint64) (ctrl uint64, trailing, sigLen uint, notWindow uint64) {
+	lead := min(uint(bits.LeadingZeros64(x)), maxLeading)
+	trailing = uint(bits.TrailingZeros64(x))
+	sigLen = 64 - lead - trailing
+	// sigLen is 1..64 and goes in 6 bits: 64 wraps to 0, as in chunkenc.
+	ctrl = 0b11<<11 | uint64(lead)<<6 | uint64(sigLen)&63
+	return ctrl, trailing, sigLen, ^(^uint64(0) >> lead & -(x & -x))
 }
 
 // putBits appends to the bit stream out[:pos], acc, n the nbits (1..64) low
