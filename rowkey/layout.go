@@ -13,6 +13,7 @@
 package rowkey
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/prom-hbase/prom-hbase/uid"
@@ -40,6 +41,17 @@ type Layout struct {
 // and 16 salt buckets (one metric's writes spread over up to 16 regions, and
 // a query scans 16 key ranges in parallel).
 var DefaultLayout = Layout{SaltBuckets: 16, MetricWidth: 3, TagKWidth: 3, TagVWidth: 4}
+
+// WithDefaults is l with each of its fields that is 0 taken from d: for a
+// configuration where 0 means a setting left out (SaltBuckets 1 then
+// stands for no salt byte).
+func (l Layout) WithDefaults(d Layout) Layout {
+	l.SaltBuckets = cmp.Or(l.SaltBuckets, d.SaltBuckets)
+	l.MetricWidth = cmp.Or(l.MetricWidth, d.MetricWidth)
+	l.TagKWidth = cmp.Or(l.TagKWidth, d.TagKWidth)
+	l.TagVWidth = cmp.Or(l.TagVWidth, d.TagVWidth)
+	return l
+}
 
 // Validate reports the first setting outside its range, by name.
 func (l Layout) Validate() error {

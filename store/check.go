@@ -80,17 +80,7 @@ func recordedLayout(ctx context.Context, uidTbl table.Table) (rowkey.Layout, err
 	if err != nil {
 		return rowkey.Layout{}, err
 	}
-	var v [labels2uid.NumKinds + 1]int
-	for i, s := range append(uidWidthSettings[:], saltSetting) {
-		if v[i], err = schemaInt(got, s); err != nil {
-			return rowkey.Layout{}, err
-		}
-	}
-	l := rowkey.Layout{MetricWidth: v[labels2uid.Metric], TagKWidth: v[labels2uid.TagK], TagVWidth: v[labels2uid.TagV], SaltBuckets: v[labels2uid.NumKinds]}
-	if err := l.Validate(); err != nil {
-		return rowkey.Layout{}, fmt.Errorf("schema row: %w", err)
-	}
-	return l, nil
+	return layoutOfSchema(got)
 }
 
 // gatherUIDs reads every row key of the data table and adds the UIDs each

@@ -19,10 +19,11 @@ import (
 var schemaRow = []byte("\x00schema")
 
 // setting is one pinned setting; its name is the command-line flag that sets
-// it, so that a refusal tells the operator what to change.
+// it, so that a refusal tells the operator what to change. A value of 0 is a
+// setting not given: new tables record def, existing ones keep theirs.
 type setting struct {
-	name  string
-	value int
+	name       string
+	value, def int
 }
 
 // uidWidthSettings are the schema row's settings of the UID widths, by kind;
@@ -31,17 +32,16 @@ var uidWidthSettings = [labels2uid.NumKinds]string{"uid.width.metric", "uid.widt
 
 const saltSetting = "salt.buckets"
 
-func schemaOf(l rowkey.Layout) []setting {
-	buckets := l.SaltBuckets
-	if buckets == 0 {
-		buckets = 1 // 0 and 1 both mean no salt byte
-	}
+// schemaOf is the schema of a store given the layout fields of given (0:
+// not given) and, for new tables, those of defaults (every field set). The
+// cell layout version is always given: it is this adapter's.
+func schemaOf(given, defaults rowkey.Layout) []setting {
 	return []setting{
-		{uidWidthSettings[labels2uid.Metric], l.MetricWidth},
-		{uidWidthSettings[labels2uid.TagK], l.TagKWidth},
-		{uidWidthSettings[labels2uid.TagV], l.TagVWidth},
-		{saltSetting, buckets},
-		{layoutSetting, cellcodec.LayoutVersion},
+		{uidWidthSettings[labels2uid.Metric], given.MetricWidth, defaults.MetricWidth},
+		{uidWidthSettings[labels2uid.TagK], given.TagKWidth, defaults.TagKWidth},
+		{uidWidthSettings[labels2uid.TagV], given.TagVWidth, defaults.TagVWidth},
+		{saltSetting, given.SaltBuckets, defaults.SaltBuckets},
+		{layoutSetting, cellcodec.LayoutVersion, cellcodec.LayoutVersion},
 	}
 }
 
@@ -56,46 +56,69 @@ func (e *SchemaError) Error() string {
 	if e.Setting == "layout.version" {
 		return fmt.Sprintf("this adapter writes cell layout version %d but the tables were created with version %d", e.Have, e.Table)
 	}
-	return fmt.Sprintf("--%s is %d but the tables were created with %d; these settings can never change once data exists", e.Setting, e.Have, e.Table)
+	return fmt.Sprintf("--%s is %d but the tables were created with %d; these settings can never change once data exists (leave the flag out to take the tables' own)", e.Setting, e.Have, e.Table)
 }
 
 // checkSchema records want in the schema row if it is absent (all settings
-// at once: the row is written by one check-and-put) and compares the
-// recorded settings with want otherwise.
-func checkSchema(ctx context.Context, uid table.Table, want []setting) error {
+// at once: the row is written by one check-and-put; a setting not given as
+// its def) and compares the recorded settings with the given ones of want
+// otherwise. It returns the schema row as recorded, which holds the tables'
+// own value of every setting not given: an adapter started without a flag
+// takes what the tables were created with, whichever adapter created them.
+func checkSchema(ctx context.Context, uid table.Table, want []setting) (map[string][]byte, error) {
 	cells := make([]table.Cell, len(want))
 	for i, s := range want {
+		v := s.value
+		if v == 0 {
+			v = s.def
+		}
 		cells[i] = table.Cell{
 			Row: schemaRow, Family: labels2uid.FamilyID, Qualifier: []byte(s.name),
-			Timestamp: table.LatestTimestamp, Value: strconv.AppendInt(nil, int64(s.value), 10),
+			Timestamp: table.LatestTimestamp, Value: strconv.AppendInt(nil, int64(v), 10),
 		}
 	}
 	// The last setting is the check cell: present in every schema row.
 	check := cells[len(cells)-1].Qualifier
 	if _, err := uid.CheckAndPut(ctx, schemaRow, labels2uid.FamilyID, check, nil, cells); err != nil {
-		return fmt.Errorf("write schema row: %w", err)
+		return nil, fmt.Errorf("write schema row: %w", err)
 	}
 	got, err := readSchema(ctx, uid)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if upgraded, err := upgradeLayout(ctx, uid, got); err != nil {
-		return err
+		return nil, err
 	} else if upgraded {
 		if got, err = readSchema(ctx, uid); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, s := range want {
 		n, err := schemaInt(got, s.name)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if n != s.value {
-			return &SchemaError{Setting: s.name, Have: s.value, Table: n}
+		if s.value != 0 && n != s.value {
+			return nil, &SchemaError{Setting: s.name, Have: s.value, Table: n}
 		}
 	}
-	return nil
+	return got, nil
+}
+
+// layoutOfSchema is the row-key layout a schema row records.
+func layoutOfSchema(got map[string][]byte) (rowkey.Layout, error) {
+	var v [labels2uid.NumKinds + 1]int
+	for i, s := range append(uidWidthSettings[:], saltSetting) {
+		var err error
+		if v[i], err = schemaInt(got, s); err != nil {
+			return rowkey.Layout{}, err
+		}
+	}
+	l := rowkey.Layout{MetricWidth: v[labels2uid.Metric], TagKWidth: v[labels2uid.TagK], TagVWidth: v[labels2uid.TagV], SaltBuckets: v[labels2uid.NumKinds]}
+	if err := l.Validate(); err != nil {
+		return rowkey.Layout{}, fmt.Errorf("schema row: %w", err)
+	}
+	return l, nil
 }
 
 // schemaInt reads setting name, a decimal, from a schema row readSchema read.

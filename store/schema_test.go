@@ -6,8 +6,11 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/prometheus/prometheus/model/labels"
+
 	"github.com/prom-hbase/prom-hbase/cellcodec"
 	"github.com/prom-hbase/prom-hbase/labels2uid"
+	"github.com/prom-hbase/prom-hbase/rowkey"
 	"github.com/prom-hbase/prom-hbase/table"
 )
 
@@ -55,9 +58,9 @@ func TestLayoutUpgrade(t *testing.T) {
 				t.Fatalf("after opening tables of layout %d: recorded %s", from, v)
 			}
 			// An adapter of the older layout now refuses the tables.
-			old := schemaOf(s.layout)
+			old := schemaOf(s.layout, s.layout)
 			old[len(old)-1].value = from
-			err := checkSchema(ctx, uid, old)
+			_, err := checkSchema(ctx, uid, old)
 			if !errors.As(err, &se) || se.Setting != layoutSetting || se.Have != from || se.Table != cellcodec.LayoutVersion {
 				t.Fatalf("adapter of layout %d on upgraded tables: %v", from, err)
 			}
@@ -69,6 +72,60 @@ func TestLayoutUpgrade(t *testing.T) {
 		}
 		if v := layoutVersionOf(t, uid); v != strconv.Itoa(cellcodec.LayoutVersion+1) {
 			t.Fatalf("newer layout rewritten to %s", v)
+		}
+	})
+}
+
+// TestLayoutAdopted: a store opened without a layout setting takes the one
+// the tables were created with (any adapter's, here a layout of no default
+// value), one opened with it given checks it, and new tables take
+// DefaultLayout where Layout leaves a setting out.
+func TestLayoutAdopted(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
+		ctx := context.Background()
+		created := rowkey.Layout{MetricWidth: 2, TagKWidth: 4, TagVWidth: 3, SaltBuckets: 5}
+		s := openStore(t, db, Config{TablePrefix: prefix, Layout: created, DefaultLayout: rowkey.Layout{SaltBuckets: 1}})
+		if s.Layout() != created {
+			t.Fatalf("tables created with %+v, store uses %+v", created, s.Layout())
+		}
+		in := []SeriesIn{{Labels: lbls("__name__", "m", "k", "v"), Samples: []Sample{{T: 7200_000, V: 42}}}}
+		if err := s.Write(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+
+		// Nothing given, another default, one setting given as recorded:
+		// each opens the tables as created and reads what was written.
+		for _, cfg := range []Config{
+			{TablePrefix: prefix},
+			{TablePrefix: prefix, DefaultLayout: rowkey.Layout{MetricWidth: 3, SaltBuckets: 16}},
+			{TablePrefix: prefix, Layout: rowkey.Layout{SaltBuckets: 5}},
+		} {
+			s := openStore(t, db, cfg)
+			if s.Layout() != created {
+				t.Errorf("open with %+v: layout %+v, want the tables' %+v", cfg.Layout, s.Layout(), created)
+			}
+			got := collect(t, s.Select(ctx, Query{Start: 0, End: 1e7, Matchers: []*labels.Matcher{mustMatcher(t, labels.MatchEqual, "k", "v")}}))
+			if want := "{__name__=\"m\", k=\"v\"} 7200000:4045000000000000\n"; got != want {
+				t.Errorf("open with %+v: got %q, want %q", cfg.Layout, got, want)
+			}
+			s.Close()
+		}
+		// A setting given that differs is refused, naming the flag.
+		var se *SchemaError
+		if _, err := Open(ctx, db, Config{TablePrefix: prefix, Layout: rowkey.Layout{TagKWidth: 3}}); !errors.As(err, &se) || se.Setting != "uid.width.tagk" || se.Have != 3 || se.Table != 4 {
+			t.Errorf("open with --uid.width.tagk=3 on tables of 4: %v", err)
+		}
+
+		// New tables: the given settings, then DefaultLayout's, then the
+		// defaults.
+		fresh := openStore(t, db, Config{TablePrefix: prefix + "fresh_", Layout: rowkey.Layout{TagVWidth: 5}, DefaultLayout: rowkey.Layout{SaltBuckets: 1}})
+		want := rowkey.Layout{MetricWidth: rowkey.DefaultLayout.MetricWidth, TagKWidth: rowkey.DefaultLayout.TagKWidth, TagVWidth: 5, SaltBuckets: 1}
+		if fresh.Layout() != want {
+			t.Errorf("new tables: layout %+v, want %+v", fresh.Layout(), want)
+		}
+		if l, err := recordedLayout(ctx, fresh.uid); err != nil || l != want {
+			t.Errorf("new tables recorded %+v (%v), want %+v", l, err, want)
 		}
 	})
 }

@@ -81,9 +81,15 @@ const DenseMinSaving = 0.2
 type Config struct {
 	// TablePrefix is prepended to the table names prom-data and prom-uid.
 	TablePrefix string
-	// Layout fixes the row keys. Zero widths take the defaults (3, 3, 4); a
-	// SaltBuckets of 0 means DefaultSaltBuckets, 1 means no salt byte.
+	// Layout fixes the row keys (a SaltBuckets of 1 means no salt byte). A
+	// field of 0 is not given: tables that exist keep what they were created
+	// with, new tables take DefaultLayout's. A field given must be what
+	// the tables were created with (Open refuses them otherwise).
 	Layout rowkey.Layout
+	// DefaultLayout is the layout of new tables where Layout leaves a field
+	// 0; its own fields of 0 take rowkey.DefaultLayout's (UID widths 3, 3,
+	// 4 and DefaultSaltBuckets).
+	DefaultLayout rowkey.Layout
 	// DataRegions is how many regions the data table is created with,
 	// split at salt bucket boundaries (0, or more than the buckets: one per
 	// bucket). A write request's series fall in every bucket and a query
@@ -150,19 +156,7 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	d := rowkey.DefaultLayout
-	if c.Layout.MetricWidth == 0 {
-		c.Layout.MetricWidth = d.MetricWidth
-	}
-	if c.Layout.TagKWidth == 0 {
-		c.Layout.TagKWidth = d.TagKWidth
-	}
-	if c.Layout.TagVWidth == 0 {
-		c.Layout.TagVWidth = d.TagVWidth
-	}
-	if c.Layout.SaltBuckets == 0 {
-		c.Layout.SaltBuckets = DefaultSaltBuckets
-	}
+	c.DefaultLayout = c.DefaultLayout.WithDefaults(rowkey.DefaultLayout)
 	setDefault(&c.MaxLabels, DefaultMaxLabels)
 	setDefault(&c.MaxLabelNameLength, DefaultMaxLabelNameLength)
 	setDefault(&c.MaxLabelValueLength, DefaultMaxLabelValueLength)
@@ -225,10 +219,12 @@ var (
 // Open opens the store's tables in db, creating them on first use, and
 // checks that they were created with the settings of cfg: the UID widths,
 // the salt buckets and the cell layout can never change once data exists.
-// Closing the Store does not close db.
+// Those cfg leaves 0 are taken from the tables (Config.Layout). Closing the
+// Store does not close db.
 func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	cfg.setDefaults()
-	if err := cfg.Layout.Validate(); err != nil {
+	// Given settings are checked before the tables are touched.
+	if err := cfg.Layout.WithDefaults(cfg.DefaultLayout).Validate(); err != nil {
 		return nil, fmt.Errorf("store layout: %w", err)
 	}
 	if cfg.RawMemstore != RawMemstoreBasic && cfg.RawMemstore != RawMemstoreNone {
@@ -240,15 +236,18 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	if err := cfg.limits().Check(); err != nil {
 		return nil, fmt.Errorf("store limits: %w", err)
 	}
-	s := &Store{cfg: cfg, layout: cfg.Layout, db: db, now: time.Now}
-	var err error
-	s.uid, err = ensureTable(ctx, db, uidTableSpec(cfg), nil, cfg.Logger)
+	uid, err := ensureTable(ctx, db, uidTableSpec(cfg), nil, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("open UID table: %w", err)
 	}
-	if err := checkSchema(ctx, s.uid, schemaOf(cfg.Layout)); err != nil {
+	schema, err := checkSchema(ctx, uid, schemaOf(cfg.Layout, cfg.DefaultLayout))
+	if err != nil {
 		return nil, err
 	}
+	if cfg.Layout, err = layoutOfSchema(schema); err != nil {
+		return nil, err
+	}
+	s := &Store{cfg: cfg, layout: cfg.Layout, db: db, uid: uid, now: time.Now}
 	s.data, err = ensureTable(ctx, db, dataTableSpec(cfg), s.uid, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("open data table (block compression %s of raw cells, %s of chunks): %w", cfg.DataCompression, cfg.ChunkCompression, err)

@@ -135,7 +135,8 @@ func parseFlags(args []string) (*config, error) {
 	if c.read.SampleLimit == 0 {
 		c.read.SampleLimit = -1 // remote.ReadConfig: negative means no limit
 	}
-	if err := c.layout.Validate(); err != nil {
+	// Layout flags left out are the tables' own or the defaults.
+	if err := c.layout.WithDefaults(rowkey.DefaultLayout).Validate(); err != nil {
 		return nil, fmt.Errorf("row-key layout flags: %w", err)
 	}
 	c.compactGrace, c.writeTimeout = c.compactor.grace, c.write.Timeout
@@ -197,14 +198,17 @@ func addStorageFlags(app *kingpin.Application, c *storageFlags) {
 		Default(strconv.Itoa(hbase.DefaultWriteMultisInFlight)).IntVar(&c.multisInFlight)
 	app.Flag("storage.retention", "How long samples are kept, counted from each sample's own time (0: forever). Becomes the data table's TTL.").
 		Default("0s").IsSetByUser(&c.retentionSet).SetValue(&c.retention)
-	app.Flag("uid.width.metric", "Bytes of a metric-name UID (1..8). Fixed when the tables are created.").
-		Default("3").IntVar(&c.layout.MetricWidth)
-	app.Flag("uid.width.tagk", "Bytes of a label-name UID (1..8). Fixed when the tables are created.").
-		Default("3").IntVar(&c.layout.TagKWidth)
-	app.Flag("uid.width.tagv", "Bytes of a label-value UID (1..8). Fixed when the tables are created.").
-		Default("4").IntVar(&c.layout.TagVWidth)
-	app.Flag("salt.buckets", "Salt buckets of the row keys (1: no salt byte; 2..256). Fixed when the tables are created.").
-		Default(fmt.Sprint(store.DefaultSaltBuckets)).IntVar(&c.layout.SaltBuckets)
+	// The layout flags have no default value: left out, an adapter takes
+	// what the tables were created with (store.Config.Layout), so that
+	// only the adapter that creates them needs them.
+	app.Flag("uid.width.metric", "Bytes of a metric-name UID (1..8) of new tables (default 3). Fixed when the tables are created; left out, an adapter takes the tables' own.").
+		PlaceHolder("3").IntVar(&c.layout.MetricWidth)
+	app.Flag("uid.width.tagk", "Bytes of a label-name UID (1..8) of new tables (default 3). Fixed when the tables are created; left out, an adapter takes the tables' own.").
+		PlaceHolder("3").IntVar(&c.layout.TagKWidth)
+	app.Flag("uid.width.tagv", "Bytes of a label-value UID (1..8) of new tables (default 4). Fixed when the tables are created; left out, an adapter takes the tables' own.").
+		PlaceHolder("4").IntVar(&c.layout.TagVWidth)
+	app.Flag("salt.buckets", fmt.Sprintf("Salt buckets of the row keys of new tables (1: no salt byte; 2..256; default %d with HBase, 1 for the embedded store, which gains nothing from salt). Fixed when the tables are created; left out, an adapter takes the tables' own.", store.DefaultSaltBuckets)).
+		PlaceHolder("N").IntVar(&c.layout.SaltBuckets)
 	codecs := []string{"SNAPPY", "LZ4", "ZSTD", "GZ", "LZO", "BZIP2", "LZMA", "NONE"}
 	app.Flag("hbase.data-compression", "Block compression of the data table's raw family r, the samples of the hours not compacted yet (one of HBase's: SNAPPY, LZ4, ZSTD, GZ, LZO, BZIP2, LZMA, or NONE; a codec the region servers have). With compression its blocks are ROW_INDEX_V1 encoded, which makes reads seek cheaply, without it FAST_DIFF. Applied to an existing table at start.").
 		Default(store.DefaultDataCompression).EnumVar(&c.compression, codecs...)
@@ -227,6 +231,22 @@ func addStorageFlags(app *kingpin.Application, c *storageFlags) {
 		Default(fmt.Sprint(store.DefaultMaxLabelValueLength)).IntVar(&c.limits.MaxLabelValueLength)
 }
 
+// EmbeddedSaltBuckets is the salt buckets of new embedded stores. Salt
+// spreads a metric's writes over region servers; one Pebble store has none
+// to spread them over, and each bucket costs a query a seek (a streamed
+// read of make bench's data cost 7-24 % more CPU a sample with 16 buckets,
+// BENCHMARKS.md "The embedded store: salt buckets").
+const EmbeddedSaltBuckets = 1
+
+// defaultLayout is the layout of new tables where the flags leave it out:
+// the store's, but for the salt of an embedded store.
+func (c *storageFlags) defaultLayout() rowkey.Layout {
+	if c.zkQuorum == "" {
+		return rowkey.Layout{SaltBuckets: EmbeddedSaltBuckets}
+	}
+	return rowkey.Layout{}
+}
+
 // storeConfig is the store's configuration from the flags.
 func (c *storageFlags) storeConfig(dataRegions int, reg prometheus.Registerer, logger *slog.Logger) store.Config {
 	return store.Config{
@@ -237,6 +257,7 @@ func (c *storageFlags) storeConfig(dataRegions int, reg prometheus.Registerer, l
 		FloatChunks:         c.floatChunks,
 		TablePrefix:         c.tablePrefix,
 		Layout:              c.layout,
+		DefaultLayout:       c.defaultLayout(),
 		Retention:           time.Duration(c.retention),
 		MaxLabels:           c.limits.MaxLabels,
 		MaxLabelNameLength:  c.limits.MaxLabelNameLength,
