@@ -41,6 +41,10 @@ type Options struct {
 	// decompressed (0: DefaultCacheBytes). A block read from outside it is
 	// a system call and a decompression, even from the OS's page cache.
 	CacheBytes int64
+	// MemTableBytes is the size of one of Pebble's memtables, the writes
+	// not yet flushed to a table file (0: DefaultMemTableBytes). Up to two
+	// are held while one flushes.
+	MemTableBytes int64
 }
 
 // DefaultCacheBytes is the block cache of a DB whose Options name none:
@@ -50,6 +54,16 @@ type Options struct {
 // with 64 (BENCHMARKS.md, "The embedded store: block cache and scans per
 // query").
 const DefaultCacheBytes = 64 << 20
+
+// DefaultMemTableBytes is the memtable of a DB whose Options name none:
+// 64 MiB, where Pebble's own default is 4. Every flush of a store's raw
+// cells spans the whole key space (each series writes into its own row),
+// so each L0 compaction rewrites the base level's files across it; with 4
+// MiB flushes the compactions took three quarters of the adapter's CPU
+// and a sustained ingest ran at 103k samples/s and 12.3 CPU-s per M, with
+// 64 MiB at 406-454k and 3.7-4.0 (BENCHMARKS.md, "The embedded store:
+// memtable size").
+const DefaultMemTableBytes = 64 << 20
 
 // DB is a set of tables in one Pebble directory. It implements table.DB.
 type DB struct {
@@ -160,6 +174,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		Logger:             pebbleLogger{opts.Logger},
 		FormatMajorVersion: pebble.FormatNewest,
 		CacheSize:          cmp.Or(opts.CacheBytes, DefaultCacheBytes),
+		MemTableSize:       uint64(cmp.Or(opts.MemTableBytes, DefaultMemTableBytes)),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open pebble in %s: %w", dir, err)
