@@ -180,7 +180,7 @@ func addBackendFlags(app *kingpin.Application, c *storageFlags) {
 		Default("data/").StringVar(&c.storagePath)
 	app.Flag("storage.cache-size", "Block cache of the embedded Pebble store: blocks kept decompressed for the reads of recent hours (0: none). Not used with HBase, whose region servers keep their own.").
 		Default("64MiB").BytesVar(&c.storageCache)
-	app.Flag("storage.memtable-size", "Memtable of the embedded Pebble store: writes gathered in memory before a flush to disk (up to two are held while one flushes; as much again in its write-ahead log on disk). Larger flushes cost fewer compactions: 4MiB, Pebble's default, took three times the CPU a sample of 64MiB. Not used with HBase.").
+	app.Flag("storage.memtable-size", "Memtable of the embedded Pebble store: writes gathered in memory before a flush to disk (up to two are held while one flushes; some three times it in write-ahead log files on disk). Larger flushes cost fewer compactions: 4MiB, Pebble's default, took three times the CPU a sample of 64MiB. Not used with HBase.").
 		Default("64MiB").BytesVar(&c.storageMemTable)
 	app.Flag("hbase.zookeeper-quorum", "ZooKeeper quorum of the HBase cluster (host:port,host:port). When set, samples are stored in HBase instead of --storage.path.").
 		PlaceHolder("zk1:2181,zk2:2181").StringVar(&c.zkQuorum)
