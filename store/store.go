@@ -38,7 +38,6 @@ const (
 
 // Defaults of Config.
 const (
-	DefaultSaltBuckets         = 16
 	DefaultMaxLabels           = 64
 	DefaultMaxLabelNameLength  = 1024
 	DefaultMaxLabelValueLength = 4096
@@ -88,7 +87,7 @@ type Config struct {
 	Layout rowkey.Layout
 	// DefaultLayout is the layout of new tables where Layout leaves a field
 	// 0; its own fields of 0 take rowkey.DefaultLayout's (UID widths 3, 3,
-	// 4 and DefaultSaltBuckets).
+	// 4 and 16 salt buckets).
 	DefaultLayout rowkey.Layout
 	// DataRegions is how many regions the data table is created with,
 	// split at salt bucket boundaries (0, or more than the buckets: one per

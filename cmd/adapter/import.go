@@ -24,7 +24,6 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/prom-hbase/prom-hbase/importer"
-	"github.com/prom-hbase/prom-hbase/rowkey"
 	"github.com/prom-hbase/prom-hbase/seriesrules"
 	"github.com/prom-hbase/prom-hbase/store"
 	"github.com/prom-hbase/prom-hbase/table"
@@ -98,9 +97,8 @@ func parseImportFlags(args []string) (*importFlags, error) {
 	if f.workers < 1 || f.batchSamples < 1 {
 		return nil, errors.New("--workers and --batch-samples must be at least 1")
 	}
-	// Layout flags left out are the tables' own or the defaults.
-	if err := f.layout.WithDefaults(rowkey.DefaultLayout).Validate(); err != nil {
-		return nil, fmt.Errorf("row-key layout flags: %w", err)
+	if err := f.checkLayout(); err != nil {
+		return nil, err
 	}
 	var err error
 	if f.sel, err = parseSelectors(f.matchers); err != nil {

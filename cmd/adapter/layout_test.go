@@ -21,7 +21,7 @@ func TestDefaultLayout(t *testing.T) {
 	}{
 		{"embedded", storageFlags{storagePath: "data/"}, EmbeddedSaltBuckets},
 		{"embedded, --salt.buckets=8", storageFlags{storagePath: "data/", layout: rowkey.Layout{SaltBuckets: 8}}, 8},
-		{"hbase", storageFlags{zkQuorum: "127.0.0.1:2181"}, store.DefaultSaltBuckets},
+		{"hbase", storageFlags{zkQuorum: "127.0.0.1:2181"}, rowkey.DefaultLayout.SaltBuckets},
 	} {
 		db, err := pebbletable.Open(t.TempDir(), pebbletable.Options{})
 		if err != nil {

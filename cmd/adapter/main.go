@@ -135,9 +135,8 @@ func parseFlags(args []string) (*config, error) {
 	if c.read.SampleLimit == 0 {
 		c.read.SampleLimit = -1 // remote.ReadConfig: negative means no limit
 	}
-	// Layout flags left out are the tables' own or the defaults.
-	if err := c.layout.WithDefaults(rowkey.DefaultLayout).Validate(); err != nil {
-		return nil, fmt.Errorf("row-key layout flags: %w", err)
+	if err := c.checkLayout(); err != nil {
+		return nil, err
 	}
 	c.compactGrace, c.writeTimeout = c.compactor.grace, c.write.Timeout
 	return c, nil
@@ -210,7 +209,7 @@ func addStorageFlags(app *kingpin.Application, c *storageFlags) {
 		PlaceHolder("3").IntVar(&c.layout.TagKWidth)
 	app.Flag("uid.width.tagv", "Bytes of a label-value UID (1..8) of new tables (default 4). Fixed when the tables are created; left out, an adapter takes the tables' own.").
 		PlaceHolder("4").IntVar(&c.layout.TagVWidth)
-	app.Flag("salt.buckets", fmt.Sprintf("Salt buckets of the row keys of new tables (1: no salt byte; 2..256; default %d with HBase, 1 for the embedded store, which gains nothing from salt). Fixed when the tables are created; left out, an adapter takes the tables' own.", store.DefaultSaltBuckets)).
+	app.Flag("salt.buckets", fmt.Sprintf("Salt buckets of the row keys of new tables (1: no salt byte; 2..256; default %d with HBase, 1 for the embedded store, which gains nothing from salt). Fixed when the tables are created; left out, an adapter takes the tables' own.", rowkey.DefaultLayout.SaltBuckets)).
 		PlaceHolder("N").IntVar(&c.layout.SaltBuckets)
 	codecs := []string{"SNAPPY", "LZ4", "ZSTD", "GZ", "LZO", "BZIP2", "LZMA", "NONE"}
 	app.Flag("hbase.data-compression", "Block compression of the data table's raw family r, the samples of the hours not compacted yet (one of HBase's: SNAPPY, LZ4, ZSTD, GZ, LZO, BZIP2, LZMA, or NONE; a codec the region servers have). With compression its blocks are ROW_INDEX_V1 encoded, which makes reads seek cheaply, without it FAST_DIFF. Applied to an existing table at start.").
@@ -240,6 +239,15 @@ func addStorageFlags(app *kingpin.Application, c *storageFlags) {
 // read of make bench's data cost 7-24 % more CPU a sample with 16 buckets,
 // BENCHMARKS.md "The embedded store: salt buckets").
 const EmbeddedSaltBuckets = 1
+
+// checkLayout validates the layout flags given, before any table is
+// touched; those left out are the tables' own or the defaults.
+func (c *storageFlags) checkLayout() error {
+	if err := c.layout.WithDefaults(rowkey.DefaultLayout).Validate(); err != nil {
+		return fmt.Errorf("row-key layout flags: %w", err)
+	}
+	return nil
+}
 
 // defaultLayout is the layout of new tables where the flags leave it out:
 // the store's, but for the salt of an embedded store.
