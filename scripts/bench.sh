@@ -2,7 +2,7 @@
 # `make bench`: the adapter next to OpenTSDB 2.4.1 on the same HBase and next
 # to Prometheus's own receiver and remote read, same data, same run. Prints
 # every figure as it is taken, then the Markdown tables of BENCHMARKS.md with
-# the ratios. About 20 minutes on 2 cores, plus HBase's start and the builds.
+# the ratios. About 25 minutes on 2 cores, plus HBase's start and the builds.
 #
 #   scripts/bench.sh
 #
@@ -37,7 +37,9 @@
 #           whose pass is ~10x shorter); the first pass is reported too,
 #           cold. The adapter and Prometheus then read READ_ROUNDS - 1 times
 #           more each, warm, taking turns to go first; the median of the
-#           rounds is reported, with the range of the paired ratios
+#           rounds is reported, with the range of the paired ratios. An
+#           adapter on the embedded store, the data set loaded into it and
+#           compacted by its compactor, reads in the same rounds
 #   ingest  after an untimed third, INGEST_ROUNDS more rounds of the same
 #           series (from now on) at 2,000 samples per request, then
 #           INGEST_ROUNDS_200 at 200, 4 in flight, until durable (2 million
@@ -50,6 +52,12 @@
 #           Prometheus sends in its steady state); CPU of adapter + HBase and
 #           of TSD + HBase; INGEST_REPS times each, the two systems taking
 #           turns to go first, the median reported
+#   receiver  remote write 1.0 and 2.0 in Prometheus's steady-state shape
+#           (RECEIVER_SERIES series, one sample of each a request of 2,000,
+#           4 in flight, RECEIVER_ROUNDS rounds a run, RECEIVER_REPS runs)
+#           into a fresh Prometheus's own receiver, a fresh adapter on HBase
+#           and a fresh adapter on the embedded store, in turns; samples/s
+#           and CPU per sample as ratios to Prometheus's
 #   histograms  HIST_SERIES x HIST_ROUNDS native histograms (schema 3, 20-40
 #           buckets, one every 15 s) into an adapter on tables of their own
 #           and into a Prometheus TSDB block; HFile bytes raw and after the
@@ -84,7 +92,9 @@
 # a TSD loaded and, stopping, compacted, with `adapter import opentsdb`:
 # samples/s, CPU, bytes/sample of both data tables after major compaction;
 # not part of the full run), BENCH_ONLY=ingest (only the ingest step, on
-# fresh tables, and its table), ADAPTER_BIN (a
+# fresh tables, and its table), BENCH_ONLY=receiver (only the receiver step;
+# RECEIVER_SERIES (10000), RECEIVER_ROUNDS (200), RECEIVER_REPS
+# (INGEST_REPS)), ADAPTER_BIN (a
 # built adapter instead of building ./cmd/adapter), PROMETHEUS_BIN (a built
 # Prometheus instead of scripts/prometheus.sh; "none" leaves Prometheus out),
 # BENCH_KEEP=1 keeps the temporary directory (logs, results.txt).
@@ -174,6 +184,20 @@ start_adapter() {
   port=$(free_port)
   "$tmp/adapter" --web.listen-address="127.0.0.1:$port" --log.level=warn \
     --hbase.zookeeper-quorum="$PROMHBASE_TEST_ZK" --hbase.table-prefix="$tp" "$@" \
+    >> "$tmp/adapter-$name.log" 2>&1 &
+  adapter_pid=$!
+  pids+=("$adapter_pid")
+  adapter_url=http://127.0.0.1:$port
+  wait_ready "$adapter_url/-/ready" "$adapter_pid" "$tmp/adapter-$name.log"
+}
+
+# start_embedded NAME DIR [FLAGS...]: an adapter on the embedded store in
+# DIR; sets adapter_url, adapter_pid.
+start_embedded() {
+  local name=$1 dir=$2 port
+  shift 2
+  port=$(free_port)
+  "$tmp/adapter" --web.listen-address="127.0.0.1:$port" --log.level=warn --storage.path="$dir" "$@" \
     >> "$tmp/adapter-$name.log" 2>&1 &
   adapter_pid=$!
   pids+=("$adapter_pid")
@@ -306,9 +330,65 @@ bench_ingest() {
     done
   done
 }
+# --- receiver: the adapter next to Prometheus's own remote-write receiver ---
+# bench_receiver: Prometheus's steady-state shape (RECEIVER_SERIES series, one
+# sample of each a request of 2,000, 4 in flight) in remote write 1.0 and 2.0
+# into a fresh Prometheus with its receiver, a fresh adapter on HBase (tables
+# of their own, its default flags) and a fresh adapter on the embedded store;
+# each answers once the samples are durable as it promises (Prometheus: in
+# its head and its write-ahead log). RECEIVER_REPS runs of each, the targets
+# taking turns to go first. The timestamps start now, 250 ms apart: the
+# step's 2 x REPS x RECEIVER_ROUNDS rounds (1,250 by default) then stay
+# within the 10 minutes ahead that Prometheus's receiver accepts, and no hour
+# they touch is closed long enough for the compactor (--compactor.grace
+# 10m), so the figures are ingest alone, as in the ingest step.
+bench_receiver() {
+  local rs=${RECEIVER_SERIES:-10000} rr=${RECEIVER_ROUNDS:-200} reps=${RECEIVER_REPS:-$ingest_reps}
+  local rstep=250 rstart=$(($(date +%s) * 1000)) pp
+  pp=$(free_port)
+  "$prom" --config.file=/dev/null --storage.tsdb.path="$tmp/prom-rc" --web.listen-address="127.0.0.1:$pp" \
+    --web.enable-remote-write-receiver --log.level=warn > "$tmp/prom-rc.log" 2>&1 &
+  pids+=($!)
+  local -A url=([prometheus]=http://127.0.0.1:$pp) pid=([prometheus]=$!) kind=([prometheus]=prometheus)
+  wait_ready "${url[prometheus]}/-/ready" "${pid[prometheus]}" "$tmp/prom-rc.log"
+  start_adapter rc-hbase "${prefix}rc-"
+  url[hbase]=$adapter_url pid[hbase]=$adapter_pid kind[hbase]=adapter
+  start_embedded rc-embedded "$tmp/rc-embedded"
+  url[embedded]=$adapter_url pid[embedded]=$adapter_pid kind[embedded]=adapter
+  local targets=(prometheus hbase embedded) t skip=0 rep proto run=0
+  # Untimed: every target creates the series (Prometheus its head series, the
+  # adapters their UIDs) and warms up; the runs measure the steady state.
+  for t in "${targets[@]}"; do
+    "$bt" load -target "${kind[$t]}=${url[$t]}" -run rc -series "$rs" -start "$rstart" -step "$rstep" -rounds $((rr / 4)) > /dev/null
+  done
+  skip=$((rr / 4))
+  # The stores grow from run to run (the embedded store's compactions cost
+  # more as it does), so the two protocols take turns to go first as well.
+  for ((rep = 1; rep <= reps; rep++)); do
+    local protos=(1 2)
+    ((rep % 2)) || protos=(2 1)
+    for proto in "${protos[@]}"; do
+      say "receiver: remote write $proto.0, $rs series, $rep of $reps"
+      local flags=() order=("${targets[@]}") k=$((run % 3))
+      [[ $proto == 2 ]] && flags=(-rw2)
+      # Each target first once in every three runs.
+      order=("${order[@]:k}" "${order[@]:0:k}")
+      run=$((run + 1))
+      for t in "${order[@]}"; do
+        local cpu=(-pid "${t}=${pid[$t]}")
+        [[ $t == hbase ]] && cpu=(-pid "adapter=${pid[$t]}" -pid "hbase=$hbase_pid")
+        rec "receiver store=$t rw=$proto rep=$rep" "$bt" ingest -target "${kind[$t]}=${url[$t]}" "${flags[@]}" "${cpu[@]}" \
+          -run rc -series "$rs" -start "$rstart" -step "$rstep" -rounds "$rr" -skip-rounds "$skip" -samples-per-request 2000 -concurrency 4
+      done
+      skip=$((skip + rr))
+    done
+  done
+  for t in "${targets[@]}"; do stop_pid "${pid[$t]}"; done
+}
+
 began=$SECONDS
 case ${BENCH_ONLY:-} in
-  import | import-opentsdb)
+  import | import-opentsdb | receiver)
     "bench_${BENCH_ONLY//-/_}"
     echo
     echo "Command: \`BENCH_ONLY=$BENCH_ONLY make bench\`. Machine: $machine. Run $(date -u '+%F %H:%M') UTC, $(((SECONDS - began) / 60)) min $(((SECONDS - began) % 60)) s; load average $load_before at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end."
@@ -429,6 +509,17 @@ if [[ -n $has_compactor ]]; then
     xor_url=$adapter_url xor_pid=$adapter_pid
     adapter_url=$main_url adapter_pid=$main_pid
   fi
+  # The same data set in an adapter on the embedded store, compacted by its
+  # compactor: it reads in the rounds below, beside Prometheus.
+  say "the data set into an adapter on the embedded store"
+  main_url=$adapter_url main_pid=$adapter_pid
+  start_embedded emb "$tmp/embedded" "${raw[@]}"
+  "$bt" load -target "adapter=$adapter_url" "${ds[@]}" -rounds "$ds_rounds" > /dev/null
+  stop_pid "$adapter_pid"
+  start_embedded emb "$tmp/embedded" "${compactor_flags[@]}"
+  wait_series_hours $((ds_series * ((ds_rounds * step_ms + 3600000 - 1) / 3600000)))
+  emb_url=$adapter_url emb_pid=$adapter_pid
+  adapter_url=$main_url adapter_pid=$main_pid
 else
   say "the adapter has no --compactor flags: no compacted figure"
 fi
@@ -447,12 +538,15 @@ for mode in streamed samples; do
     read_warm=(-warmup "$read_warmup")
     ((round == 1)) || read_warm=(-warmup 0s -steady 0)
     order=(adapter prometheus)
-    [[ $mode == streamed && -n ${xor_url:-} ]] && order=(adapter adapter-xor prometheus)
+    [[ -n ${emb_url:-} ]] && order=(adapter adapter-embedded prometheus)
+    [[ $mode == streamed && -n ${xor_url:-} ]] && order=(adapter adapter-xor "${order[@]:1}")
     ((round % 2)) || order=($(printf '%s\n' "${order[@]}" | tac))
     for reader in "${order[@]}"; do
       case $reader in
         adapter) rec read "$bt" read -target "adapter=$adapter_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$reps" "${read_warm[@]}" \
           -pid "adapter=$adapter_pid" -pid "hbase=$hbase_pid" ;;
+        adapter-embedded) rec read-embedded "$bt" read -target "adapter=$emb_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$reps" "${read_warm[@]}" \
+          -pid "adapter=$emb_pid" ;;
         adapter-xor) rec read-xor "$bt" read -target "adapter=$xor_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$reps" "${read_warm[@]}" \
           -pid "adapter=$xor_pid" -pid "hbase=$hbase_pid" ;;
         prometheus) [[ $prom == none ]] || rec read "$bt" read -target "prometheus=$prom_url" -mode "$mode" "${ds[@]}" -rounds "$ds_rounds" -reps "$reps" "${read_warm[@]}" \
@@ -463,13 +557,21 @@ for mode in streamed samples; do
 done
 rec read "$bt" read -target "opentsdb=$tsd_url" "${ds[@]}" -rounds "$ds_rounds" -reps "$read_reps" -warmup "$read_warmup" \
   -pid "tsd=$tsd_pid" -pid "hbase=$hbase_pid"
-# The XOR-only adapter has read; its compactor's passes stay out of the ingest.
+# The XOR-only and embedded adapters have read; their compactors' passes stay
+# out of the ingest.
 [[ -z ${xor_pid:-} ]] || stop_pid "$xor_pid"
+[[ -z ${emb_pid:-} ]] || stop_pid "$emb_pid"
 
 # --- ingest: more of the same series, until durable (bench_ingest above) ---
 bench_ingest
+# Quiet for the receiver step: the ingest's adapter would compact its hours
+# as they close, and its TSD has done its part.
+stop_pid "$adapter_pid"
+stop_tsd ds
+say "receiver: the adapter next to Prometheus's remote-write receiver"
+bench_receiver
 
-# The adapter of the reads and ingest stays up; the histogram one is its own.
+# The histogram step's adapter is its own.
 ((hist_series == 0)) || bench_histograms
 
 echo

@@ -83,10 +83,10 @@ func parseRecords(in io.Reader) (records, error) {
 func runReport(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ExitOnError)
 	samples := fs.Float64("samples", 0, "samples of the disk-usage data set")
-	only := fs.String("only", "", "print only this table: histograms, ingest, import or import-opentsdb")
+	only := fs.String("only", "", "print only this table: histograms, ingest, receiver, import or import-opentsdb")
 	_ = fs.Parse(args)
 	if fs.NArg() != 1 || (*samples == 0 && *only == "") {
-		return errors.New("usage: benchtool report [-samples N | -only histograms|ingest|import|import-opentsdb] RESULTS_FILE")
+		return errors.New("usage: benchtool report [-samples N | -only histograms|ingest|receiver|import|import-opentsdb] RESULTS_FILE")
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
@@ -107,12 +107,16 @@ func runReport(args []string) error {
 	case "ingest":
 		reportIngest(rs)
 		return nil
+	case "receiver":
+		reportReceiver(rs)
+		return nil
 	case "":
 		reportCold(rs)
 		reportBytes(rs, *samples)
 		reportChunkBytes(rs)
 		reportRead(rs)
 		reportIngest(rs)
+		reportReceiver(rs)
 	}
 	reportHistBytes(rs)
 	return nil
@@ -226,7 +230,7 @@ func reportRead(rs records) {
 	o := get("read", "opentsdb", "api/query")
 	ps, pm := get("read", "prometheus", "streamed"), get("read", "prometheus", "samples")
 	as, am := get("read", "adapter", "streamed"), get("read", "adapter", "samples")
-	fmt.Printf("Read everything back, metric by metric, 4 queries in flight, after major compaction (median of the passes after the warm-up; the adapter and Prometheus in %d rounds each, taking turns to go first: the median of the rounds, and the range of the ratios of the rounds in brackets; the first pass of each reader, cold, beside it; CPU over the timed passes: adapter + HBase, TSD + HBase, Prometheus):\n", len(as.runs))
+	fmt.Printf("Read everything back, metric by metric, 4 queries in flight, after major compaction (median of the passes after the warm-up; the adapter and Prometheus in %d rounds each, taking turns to go first: the median of the rounds, and the range of the ratios of the rounds in brackets; the first pass of each reader, cold, beside it; CPU over the timed passes: adapter + HBase, TSD + HBase, Prometheus, the adapter alone on its embedded store):\n", len(as.runs))
 	fmt.Println()
 	fmt.Println("| reader | samples/s | / OpenTSDB | / Prometheus, same response type | first pass, samples/s | CPU-s per M samples |")
 	fmt.Println("|---|---|---|---|---|---|")
@@ -238,7 +242,14 @@ func reportRead(rs records) {
 	if ax.rate > 0 {
 		row("adapter, streamed remote read, XOR chunks only (--storage.float-chunks=xor)", ax, ratio(ax.rate, o.rate), vs(ax, ps))
 	}
+	ae := get("read-embedded", "adapter", "streamed")
+	if ae.rate > 0 {
+		row("adapter on the embedded store, streamed remote read", ae, "", vs(ae, ps))
+	}
 	row("adapter, sampled remote read", am, ratio(am.rate, o.rate), vs(am, pm))
+	if aem := get("read-embedded", "adapter", "samples"); aem.rate > 0 {
+		row("adapter on the embedded store, sampled remote read", aem, "", vs(aem, pm))
+	}
 	row("OpenTSDB /api/query (aggregator none)", o, "1.00", "")
 	row("Prometheus, streamed remote read", ps, ratio(ps.rate, o.rate), "1.00")
 	row("Prometheus, sampled remote read", pm, ratio(pm.rate, o.rate), "1.00")

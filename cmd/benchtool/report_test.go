@@ -68,6 +68,12 @@ step=ingest rep=1 target=adapter samples_per_request=2000 concurrency=4 series=1
 		"| 2000 | 4 | 10000 | 1 | 1 | n/a | 300000 | 100000 | 3.00 | 4.0 | 10.0 | 0.40 |",
 		"| 2000 | 4 | 1000 | 8 | 0 | n/a | 400000 |",
 	}
+	wantRowsInOrder(t, out, rows)
+}
+
+// wantRowsInOrder fails t unless out holds every row, in the order given.
+func wantRowsInOrder(t *testing.T, out string, rows []string) {
+	t.Helper()
 	last := -1
 	for _, want := range rows {
 		i := strings.Index(out, want)
@@ -75,7 +81,7 @@ step=ingest rep=1 target=adapter samples_per_request=2000 concurrency=4 series=1
 			t.Fatalf("report lacks %q:\n%s", want, out)
 		}
 		if i < last {
-			t.Errorf("row %q out of the order the shapes ran:\n%s", want, out)
+			t.Errorf("row %q out of order:\n%s", want, out)
 		}
 		last = i
 	}
@@ -130,6 +136,31 @@ step=read-xor target=adapter via=streamed samples_per_sec=100 first_pass_samples
 	}
 	if want := "against XOR chunks only: 0.80 (0.50-1.00)"; !strings.Contains(out, want) {
 		t.Errorf("report lacks %q:\n%s", want, out)
+	}
+	if strings.Contains(out, "| adapter on the embedded store") {
+		t.Errorf("report has embedded-store rows without their reads:\n%s", out)
+	}
+
+	// The embedded store's rounds: rows of their own against Prometheus's
+	// rounds of the same response type (1.2, 0.9 and 1.0; 0.5 alone), no
+	// ratio to OpenTSDB, which reads another store.
+	in += `step=read-embedded target=adapter via=streamed samples_per_sec=120 first_pass_samples_per_sec=30 cpu_s_total_per_million=0.09
+step=read-embedded target=adapter via=streamed samples_per_sec=90 first_pass_samples_per_sec=60 cpu_s_total_per_million=0.1
+step=read-embedded target=adapter via=streamed samples_per_sec=100 first_pass_samples_per_sec=60 cpu_s_total_per_million=0.1
+step=read-embedded target=adapter via=samples samples_per_sec=5 first_pass_samples_per_sec=4 cpu_s_total_per_million=2
+step=read target=prometheus via=samples samples_per_sec=10 first_pass_samples_per_sec=9 cpu_s_total_per_million=1
+`
+	if rs, err = parseRecords(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	out = captureStdout(t, func() { reportRead(rs) })
+	for _, want := range []string{
+		"| adapter on the embedded store, streamed remote read | 100 |  | 1.00 (0.90-1.20) | 30 | 0.100 |",
+		"| adapter on the embedded store, sampled remote read | 5 |  | 0.50 | 4 | 2.000 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
 	}
 }
 

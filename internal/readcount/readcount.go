@@ -1,8 +1,8 @@
 // Package readcount counts the samples of a remote-read answer, as the load
-// tools (cmd/benchtool, cmd/loadgen) check every pass they time: a reader
-// that answered fewer samples than were written must not be reported as
-// fast. It knows Prometheus's remote-read wire formats only, never how or
-// where the answering side stores anything.
+// tool (cmd/benchtool) checks every pass it times: a reader that answered
+// fewer samples than were written must not be reported as fast. It knows
+// Prometheus's remote-read wire formats only, never how or where the
+// answering side stores anything.
 package readcount
 
 import (
