@@ -3,6 +3,7 @@ package pebbletable
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -76,6 +77,15 @@ func (t *tbl) CheckAndPutBatch(ctx context.Context, puts []table.CondPut) ([]boo
 // so a cell is deleted when its stored timestamp is the one given; the check
 // and the delete happen under the row's lock, so a write that replaced the
 // version meanwhile survives.
+//
+// Cells of one row that are adjacent in key order, with no other cell
+// between them, go as one range deletion once there are minRangeRun of them
+// (the compactor deletes an hour's raw cells, 240 at one a 15 s, as such a
+// run). A scan of the row's other family steps over every point tombstone,
+// and over the cell it shadows in a lower level, until compactions drop
+// them, which with a 64 MiB memtable may take hours; it seeks past a range
+// deletion at once. The range stays within one row, so the lock held on
+// that row keeps every other write out of it until the batch is committed.
 func (t *tbl) DeleteVersions(ctx context.Context, cells []table.Cell) error {
 	if err := t.db.check(ctx); err != nil {
 		return err
@@ -108,32 +118,87 @@ func (t *tbl) DeleteVersions(ctx context.Context, cells []table.Cell) error {
 		return fmt.Errorf("delete versions in %q: %w", t.name, err)
 	}
 	defer it.Close()
+	var r deleteRun
 	var key []byte
 	for i := range cells {
 		c := &cells[i]
 		key = appendCellKey(key[:0], t.id, c.Row, fams[i], c.Qualifier)
-		if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
-			if err := it.Error(); err != nil {
+		// The iterator stands on the cell after the run's last: this cell
+		// continues the run when it is that one and of the same row.
+		if !r.continues(it, key, c.Row) {
+			if err := r.flush(b); err != nil {
 				return fmt.Errorf("delete versions in %q: %w", t.name, err)
 			}
-			continue
+			if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+				if err := it.Error(); err != nil {
+					return fmt.Errorf("delete versions in %q: %w", t.name, err)
+				}
+				continue
+			}
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return fmt.Errorf("delete versions in %q: %w", t.name, err)
 		}
 		if len(v) < tsLen || cellTimestamp(v) != c.Timestamp {
+			// This cell stays, and parts the cells around it.
+			if err := r.flush(b); err != nil {
+				return fmt.Errorf("delete versions in %q: %w", t.name, err)
+			}
 			continue
 		}
-		if err := b.Delete(key, nil); err != nil {
-			return fmt.Errorf("delete versions in %q: %w", t.name, err)
-		}
+		r.add(key, c.Row)
+		it.Next()
+	}
+	if err := errors.Join(it.Error(), r.flush(b)); err != nil {
+		return fmt.Errorf("delete versions in %q: %w", t.name, err)
 	}
 	if b.Empty() {
 		return nil
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("delete %d versions in %q: %w", len(cells), t.name, err)
+	}
+	return nil
+}
+
+// deleteRun collects the keys of cells to delete that are adjacent in key
+// order and of one row, for DeleteVersions.
+type deleteRun struct {
+	row   []byte
+	keys  [][]byte // copies, in arena
+	arena []byte
+}
+
+func (r *deleteRun) add(key, row []byte) {
+	if len(r.keys) == 0 {
+		r.row = append(r.row[:0], row...)
+	}
+	n := len(r.arena)
+	r.arena = append(r.arena, key...)
+	r.keys = append(r.keys, r.arena[n:len(r.arena):len(r.arena)])
+}
+
+// continues reports whether the cell of key and row follows the run's last
+// with nothing between them: it is where the iterator stepped to after the
+// last, and in the same row.
+func (r *deleteRun) continues(it *pebble.Iterator, key, row []byte) bool {
+	return len(r.keys) > 0 && it.Valid() && bytes.Equal(it.Key(), key) && bytes.Equal(r.row, row)
+}
+
+// flush adds the run's deletions to b, as one range deletion from its first
+// key to just past its last when it is long enough, and empties it.
+func (r *deleteRun) flush(b *pebble.Batch) error {
+	defer func() { r.keys, r.arena = r.keys[:0], r.arena[:0] }()
+	if len(r.keys) >= minRangeRun {
+		last := r.keys[len(r.keys)-1]
+		end := append(last[:len(last):len(last)], 0) // the first key after last
+		return b.DeleteRange(r.keys[0], end, nil)
+	}
+	for _, k := range r.keys {
+		if err := b.Delete(k, nil); err != nil {
+			return err
+		}
 	}
 	return nil
 }

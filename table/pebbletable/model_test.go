@@ -49,14 +49,8 @@ func FuzzTableModel(f *testing.F) {
 			t.Fatal(err)
 		}
 		var model []modelCell
-		next := func() byte {
-			if len(prog) == 0 {
-				return 0
-			}
-			b := prog[0]
-			prog = prog[1:]
-			return b
-		}
+		pr := progReader(prog)
+		next := pr.next
 		key := func() string {
 			b := next()
 			k := make([]byte, 0, 3)
@@ -66,7 +60,7 @@ func FuzzTableModel(f *testing.F) {
 			return string(k[:int(b>>6)%3+1])
 		}
 		fam := func(b byte) string { return string(rune('a' + b&1)) }
-		for len(prog) > 0 {
+		for len(pr) > 0 {
 			op := next()
 			switch op >> 4 % 5 {
 			case 0, 1: // put
@@ -128,6 +122,18 @@ func FuzzTableModel(f *testing.F) {
 		}
 		checkModelScan(t, tt, table.ScanOptions{}, model)
 	})
+}
+
+// progReader hands out a fuzz program's bytes one by one, then zeros.
+type progReader []byte
+
+func (p *progReader) next() byte {
+	if len(*p) == 0 {
+		return 0
+	}
+	b := (*p)[0]
+	*p = (*p)[1:]
+	return b
 }
 
 func checkModelScan(t *testing.T, tt table.Table, opts table.ScanOptions, model []modelCell) {
