@@ -124,6 +124,14 @@ func DecodeScanResults(dst []ScanResult, cellBuf []Cell, r *pb.ScanResponse, blo
 		for _, n := range counts {
 			total += int(n)
 		}
+		// The counts come from the server's message, the cells from the
+		// block, each at least a 12-byte header and keyOverhead: counts
+		// that claim more cells than the block can hold must fail here,
+		// not size cellBuf (a frame claiming 2^32 cells made a buffer of
+		// hundreds of gigabytes).
+		if total > len(block)/(12+keyOverhead) {
+			return dst, cellBuf, fmt.Errorf("%w: %d cells claimed in a block of %d bytes", ErrCellBlock, total, len(block))
+		}
 		if cap(cellBuf) < total {
 			cellBuf = make([]Cell, 0, total)
 		}
