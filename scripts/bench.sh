@@ -177,13 +177,13 @@ rec() {
   "$@" | sed -u "s/^/step=$step /" | tee -a "$results"
 }
 
-# start_adapter NAME TABLE_PREFIX [FLAGS...]: sets adapter_url, adapter_pid.
-start_adapter() {
-  local name=$1 tp=$2 port
-  shift 2
+# launch_adapter NAME FLAGS...: an adapter on a free port, logging to
+# adapter-NAME.log; sets adapter_url, adapter_pid once it is ready.
+launch_adapter() {
+  local name=$1 port
+  shift
   port=$(free_port)
-  "$tmp/adapter" --web.listen-address="127.0.0.1:$port" --log.level=warn \
-    --hbase.zookeeper-quorum="$PROMHBASE_TEST_ZK" --hbase.table-prefix="$tp" "$@" \
+  "$tmp/adapter" --web.listen-address="127.0.0.1:$port" --log.level=warn "$@" \
     >> "$tmp/adapter-$name.log" 2>&1 &
   adapter_pid=$!
   pids+=("$adapter_pid")
@@ -191,19 +191,13 @@ start_adapter() {
   wait_ready "$adapter_url/-/ready" "$adapter_pid" "$tmp/adapter-$name.log"
 }
 
-# start_embedded NAME DIR [FLAGS...]: an adapter on the embedded store in
-# DIR; sets adapter_url, adapter_pid.
-start_embedded() {
-  local name=$1 dir=$2 port
-  shift 2
-  port=$(free_port)
-  "$tmp/adapter" --web.listen-address="127.0.0.1:$port" --log.level=warn --storage.path="$dir" "$@" \
-    >> "$tmp/adapter-$name.log" 2>&1 &
-  adapter_pid=$!
-  pids+=("$adapter_pid")
-  adapter_url=http://127.0.0.1:$port
-  wait_ready "$adapter_url/-/ready" "$adapter_pid" "$tmp/adapter-$name.log"
+# start_adapter NAME TABLE_PREFIX [FLAGS...]: an adapter on the HBase.
+start_adapter() {
+  launch_adapter "$1" --hbase.zookeeper-quorum="$PROMHBASE_TEST_ZK" --hbase.table-prefix="$2" "${@:3}"
 }
+
+# start_embedded NAME DIR [FLAGS...]: an adapter on the embedded store in DIR.
+start_embedded() { launch_adapter "$1" --storage.path="$2" "${@:3}"; }
 
 stop_pid() {
   kill -TERM "$1" 2> /dev/null || true
