@@ -107,6 +107,7 @@ type Compactor struct {
 	m      *compactMetrics
 	pace   pacer
 	plan   compactPlan
+	dels   pendingDeletes // deletions of written folds (apply)
 
 	// Marks of the pass's folds, deleted at its end once markDelay has
 	// passed since marksDue was set (deleteMarks).

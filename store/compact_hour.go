@@ -72,13 +72,27 @@ func (c *Compactor) bucketHour(ctx context.Context, row table.Row, st *PassStats
 			err = rerr
 		}
 	}()
+	// A metric's marks are queued for deletion only once the deletions of
+	// its folds have landed (flushDeletes), so a failure leaves them to
+	// bring a later pass back.
+	var folded []table.Cell
 	for _, m := range ready {
-		if err := c.compactMetric(ctx, l, salt, m.uid, hour, st); err != nil {
-			return false, fmt.Errorf("metric UID %d of hour %d, bucket %d: %w", m.uid, hour, salt, err)
+		if err = c.compactMetric(ctx, l, salt, m.uid, hour, st); err != nil {
+			err = fmt.Errorf("metric UID %d of hour %d, bucket %d: %w", m.uid, hour, salt, err)
+			break
 		}
-		c.doneMarks = append(c.doneMarks, m.marks...)
-		// Every chunk of the metric's rows is acknowledged by now.
+		folded = append(folded, m.marks...)
+	}
+	if ferr := c.flushDeletes(ctx, l, st); ferr != nil {
+		return false, errors.Join(err, fmt.Errorf("hour %d, bucket %d: %w", hour, salt, ferr))
+	}
+	if len(folded) > 0 {
+		c.doneMarks = append(c.doneMarks, folded...)
+		// Every chunk of the metrics' rows is acknowledged by now.
 		c.marksDue = time.Now().Add(c.markDelay)
+	}
+	if err != nil {
+		return false, err
 	}
 	return len(ready) == len(metrics), nil
 }
@@ -149,7 +163,40 @@ func (c *Compactor) compactMetric(ctx context.Context, l *lease, salt byte, metr
 	}
 }
 
-// apply carries out c.plan in its three steps, each under the lease.
+// maxPendingDeletes bounds the cells whose deletion the compactor holds
+// back (pendingDeletes) before it deletes them: some 68 series-hours of
+// 15-second samples, a few MB of keys.
+const maxPendingDeletes = 16384
+
+// pendingDeletes are the deletions of folds whose chunks are written:
+// steps (2) and (3) of compactPlan for several batches of rows, up to a
+// bucket-hour's. Deleting them together rather than batch by batch costs
+// the embedded store one range-deletion commit where it cost one a batch:
+// Pebble fragments every range deletion of its memtable again for the
+// first iterator after each such commit, so with few series to a metric
+// and bucket (batches of a row or two) a pass's cost grew with the square
+// of its folds (BENCHMARKS.md, "folds of few series"). HBase gets fewer,
+// larger Multis. Killed before they land, the rows read the same (see
+// compactPlan) and keep their marks.
+type pendingDeletes struct {
+	chunks, raw []table.Cell
+	rows        int
+}
+
+func (d *pendingDeletes) add(p *compactPlan) {
+	d.chunks = append(d.chunks, p.delChunks...)
+	d.raw = append(d.raw, p.delRaw...)
+	d.rows += p.rows
+}
+
+func (d *pendingDeletes) reset() {
+	clear(d.chunks)
+	clear(d.raw)
+	d.chunks, d.raw, d.rows = d.chunks[:0], d.raw[:0], 0
+}
+
+// apply writes c.plan's chunk cells under the lease and queues its
+// deletions, deleting the queue once it holds maxPendingDeletes cells.
 func (c *Compactor) apply(ctx context.Context, l *lease, st *PassStats) error {
 	p := &c.plan
 	if p.rows == 0 {
@@ -158,31 +205,51 @@ func (c *Compactor) apply(ctx context.Context, l *lease, st *PassStats) error {
 	if err := c.pace.wait(ctx, len(p.delRaw)); err != nil {
 		return err
 	}
-	steps := []struct {
-		what string
-		f    func(context.Context) error
-	}{
-		{"write chunks", func(ctx context.Context) error { return c.data.Put(ctx, p.puts) }},
-		{"delete replaced chunks", func(ctx context.Context) error { return c.data.DeleteVersions(ctx, p.delChunks) }},
-		{"delete raw cells", func(ctx context.Context) error { return c.data.DeleteVersions(ctx, p.delRaw) }},
+	if err := c.guarded(ctx, l, func(ctx context.Context) error { return c.data.Put(ctx, p.puts) }); err != nil {
+		return fmt.Errorf("write chunks of %d rows: %w", p.rows, err)
 	}
-	for i, s := range steps {
-		if i == 1 && len(p.delChunks) == 0 {
-			continue
-		}
-		if err := c.guarded(ctx, l, s.f); err != nil {
-			return fmt.Errorf("%s of %d rows: %w", s.what, p.rows, err)
-		}
-	}
-	st.SeriesHours += p.rows
-	st.RawCellsDeleted += len(p.delRaw)
 	st.BytesWritten += p.bytes
-	c.m.seriesHours.Add(float64(p.rows))
-	c.m.rawDeleted.Add(float64(len(p.delRaw)))
 	c.m.bytesWritten.Add(float64(p.bytes))
 	for i, n := range p.layouts {
 		c.m.cells.WithLabelValues(cellLayouts[i]).Add(float64(n))
 	}
+	c.dels.add(p)
+	if len(c.dels.chunks)+len(c.dels.raw) >= maxPendingDeletes {
+		return c.flushDeletes(ctx, l, st)
+	}
+	return nil
+}
+
+// flushDeletes deletes the pending deletions under the lease, the replaced
+// chunks before the raw cells (compactPlan's order), and empties the queue
+// whatever happens: deletions that failed are redone by a later pass, which
+// finds the rows' marks.
+func (c *Compactor) flushDeletes(ctx context.Context, l *lease, st *PassStats) error {
+	d := &c.dels
+	defer d.reset()
+	if d.rows == 0 {
+		return nil
+	}
+	steps := []struct {
+		what  string
+		cells []table.Cell
+	}{
+		{"delete replaced chunks", d.chunks},
+		{"delete raw cells", d.raw},
+	}
+	for _, s := range steps {
+		if len(s.cells) == 0 {
+			continue
+		}
+		del := func(ctx context.Context) error { return c.data.DeleteVersions(ctx, s.cells) }
+		if err := c.guarded(ctx, l, del); err != nil {
+			return fmt.Errorf("%s of %d rows: %w", s.what, d.rows, err)
+		}
+	}
+	st.SeriesHours += d.rows
+	st.RawCellsDeleted += len(d.raw)
+	c.m.seriesHours.Add(float64(d.rows))
+	c.m.rawDeleted.Add(float64(len(d.raw)))
 	return nil
 }
 

@@ -10,11 +10,12 @@ import (
 )
 
 // compactPlan is what compacting a batch of hour rows writes and deletes,
-// in this order, each step one call: the new chunk cells, then the old
-// chunk cells they replace, then the raw cells they fold in. Killed between
-// any two steps the rows read the same: until the raw cells go they win over
-// any chunk, and an old chunk beside a new one agrees with it wherever no
-// raw cell overrides both.
+// in this order: the new chunk cells, then the old chunk cells they
+// replace, then the raw cells they fold in. The chunks go in one call; the
+// deletions wait in pendingDeletes, with those of the next batches, and
+// then go in one call each. Killed between any two steps the rows read the
+// same: until the raw cells go they win over any chunk, and an old chunk
+// beside a new one agrees with it wherever no raw cell overrides both.
 type compactPlan struct {
 	puts      []table.Cell          // new chunk cells
 	delChunks []table.Cell          // old chunk cells no new one overwrites

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -781,4 +782,70 @@ func TestRawMemstoreFlattenedHBase(t *testing.T) {
 	checkHourBits(t, s, "after the second pass", "a", h0, a)
 	checkHourBits(t, s, "after the second pass", "b", h0, b)
 	checkHourBits(t, s, "after the second pass", "c", h0, c)
+}
+
+// deleteCounter counts a table's DeleteVersions calls and their cells.
+type deleteCounter struct {
+	table.Table
+	mu    sync.Mutex
+	calls []int // cells per call, in order
+}
+
+func (t *deleteCounter) DeleteVersions(ctx context.Context, cells []table.Cell) error {
+	t.mu.Lock()
+	t.calls = append(t.calls, len(cells))
+	t.mu.Unlock()
+	return t.Table.DeleteVersions(ctx, cells)
+}
+
+// TestCompactorDeletesPerBucketHour: a pass deletes the folded cells of a
+// bucket-hour's batches together, whatever the batch size, once
+// maxPendingDeletes of them are waiting and at the bucket-hour's end, and
+// the hour reads the same after it. One row a batch deleted them batch by
+// batch, which cost the embedded store a pass growing with the square of
+// its folds (pendingDeletes).
+func TestCompactorDeletesPerBucketHour(t *testing.T) {
+	db, prefix := openPebble(t)
+	ctx := context.Background()
+	s, clock := clockedStore(t, db, Config{TablePrefix: prefix, Layout: rowkey.Layout{SaltBuckets: 1}})
+	h0 := time.Now().Add(-6*time.Hour).UnixMilli() / hour * hour
+	const series, samples = 100, 240
+	var in []SeriesIn
+	for i := range series {
+		smps := make([]Sample, samples)
+		for j := range smps {
+			smps[j] = Sample{T: h0 + int64(j)*15_000, V: float64(i*samples + j)}
+		}
+		// Metrics of one to four series: batches of one row to four.
+		in = append(in, SeriesIn{Labels: lbls("__name__", fmt.Sprintf("m%d", i/(1+i%4)), "i", strconv.Itoa(i)), Samples: smps})
+	}
+	if err := s.Write(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(DefaultCompactQuiet + time.Minute)
+	data := &deleteCounter{Table: s.data}
+	c, err := newCompactor(s.layout, data, s.todo.t, CompactorConfig{Rate: -1, BatchRows: 1, now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Pass(ctx)
+	if err != nil || st.SeriesHours != series || st.RawCellsDeleted != series*samples {
+		t.Fatalf("pass: %+v, %v; want %d series-hours, %d raw cells", st, err, series, series*samples)
+	}
+	// Rows of 240 cells: the 69th brings the queue to 16,560.
+	first := (maxPendingDeletes + samples - 1) / samples * samples
+	if want := []int{first, series*samples - first}; !slices.Equal(data.calls, want) {
+		t.Errorf("DeleteVersions calls of %v cells, want %v", data.calls, want)
+	}
+	slices.SortFunc(in, func(a, b SeriesIn) int { return labels.Compare(labels.New(a.Labels...), labels.New(b.Labels...)) })
+	var want strings.Builder
+	for _, sr := range in {
+		want.WriteString(labels.New(sr.Labels...).String())
+		writePoints(&want, sr.Samples, nil)
+		want.WriteByte('\n')
+	}
+	q := Query{Start: h0, End: h0 + hour - 1, Matchers: []*labels.Matcher{mustMatcher(t, labels.MatchRegexp, "__name__", ".+")}}
+	if got := collect(t, s.Select(ctx, q)); got != want.String() {
+		t.Errorf("after the pass the hour reads\n%.2000s\nwant\n%.2000s", got, want.String())
+	}
 }
