@@ -47,3 +47,9 @@ compose-test:
 .PHONY: test-faults
 test-faults:
 	scripts/test-faults.sh
+
+# Every fuzz target for FUZZTIME (30s) each, or those matching FUZZ (a regexp
+# of "package.FuzzName"); failing inputs land in the package's testdata/fuzz.
+.PHONY: fuzz
+fuzz:
+	scripts/fuzz.sh $(FUZZ)
