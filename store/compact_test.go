@@ -816,7 +816,7 @@ func TestCompactorDeletesPerBucketHour(t *testing.T) {
 		for j := range smps {
 			smps[j] = Sample{T: h0 + int64(j)*15_000, V: float64(i*samples + j)}
 		}
-		// Metrics of one to four series: batches of one row to four.
+		// Metrics of one to four series, read a row a batch (BatchRows 1).
 		in = append(in, SeriesIn{Labels: lbls("__name__", fmt.Sprintf("m%d", i/(1+i%4)), "i", strconv.Itoa(i)), Samples: smps})
 	}
 	if err := s.Write(ctx, in); err != nil {
