@@ -13,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 pattern=${1:-.}
 fuzztime=${FUZZTIME:-30s} minimize=${FUZZMINIMIZETIME:-2s}
 failed=()
-ran=0
+ran=0 races=0
 # The targets, found in the sources: listing them with go test would build and
 # start every package's tests.
 while read -r dir target; do
@@ -21,11 +21,27 @@ while read -r dir target; do
   [[ $pkg.$target =~ $pattern ]] || continue
   ran=$((ran + 1))
   echo "fuzz.sh: $pkg $target for $fuzztime"
-  if ! go test -run '^$' -fuzz "^$target\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "$pkg"; then
+  kept="$dir/testdata/fuzz/$target"
+  before=$(ls "$kept" 2>/dev/null | wc -l)
+  out=$(mktemp)
+  if go test -run '^$' -fuzz "^$target\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "$pkg" < /dev/null 2>&1 | tee "$out"; then
+    rm -f "$out"
+    continue
+  fi
+  # Go 1.26's coordinator can fail a target at the end of -fuzztime with a
+  # bare "context deadline exceeded" and no input (go.dev/issue/75804, fixed
+  # in Go 1.27): not a finding when no input was written and the kept ones
+  # pass.
+  if [[ $(ls "$kept" 2>/dev/null | wc -l) -eq $before ]] && grep -q '^    context deadline exceeded$' "$out" &&
+    go test -run "^$target\$" "$pkg" < /dev/null > /dev/null; then
+    echo "fuzz.sh: $pkg $target: Go's end-of-fuzztime race (go.dev/issue/75804), no input written: not a finding"
+    races=$((races + 1))
+  else
     failed+=("$pkg $target")
   fi
+  rm -f "$out"
 done < <(grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | grep -v '^\./\.' |
   sed -E 's#^\./(.*)/[^/]*:func (Fuzz.*)#\1 \2#' | sort)
-echo "fuzz.sh: $ran targets, ${#failed[@]} failed"
+echo "fuzz.sh: $ran targets, ${#failed[@]} failed, $races ended by Go's deadline race"
 for f in "${failed[@]}"; do echo "fuzz.sh: FAILED $f"; done
 [[ ${#failed[@]} -eq 0 ]]
