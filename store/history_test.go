@@ -149,14 +149,8 @@ func TestWriteHistoryAsCompactor(t *testing.T) {
 			t.Errorf("marks of the imported metric: %v, want one, of the open hour %d", marks, open/1000)
 		}
 		q := Query{Start: base - 2*hour, End: base + 5*hour, Matchers: []*labels.Matcher{mustMatcher(t, labels.MatchEqual, "__name__", "imported")}}
-		var want strings.Builder
-		for _, in := range hist {
-			want.WriteString(withoutEmpty(in.Labels).String())
-			writePoints(&want, in.Samples, in.Histograms)
-			want.WriteByte('\n')
-		}
-		if got := collect(t, s.Select(ctx, q)); got != want.String() {
-			t.Errorf("read back:\n%s\nwant\n%s", got, want.String())
+		if got, want := collect(t, s.Select(ctx, q)), collected(hist); got != want {
+			t.Errorf("read back:\n%s\nwant\n%s", got, want)
 		}
 		st := s.HistoryStats()
 		if st.Chunked+st.Raw != int64(len(floats)+len(hists)) || st.Raw < 240 || st.Unchanged != 0 || st.Expired != 0 {

@@ -63,6 +63,21 @@ func collect(t testing.TB, ss SeriesSet) string {
 	return b.String()
 }
 
+// collected is what collect gives for series that read back exactly as
+// written: their label sets without empty values, in label order, each
+// with its points.
+func collected(series []SeriesIn) string {
+	series = slices.Clone(series)
+	slices.SortFunc(series, func(a, b SeriesIn) int { return labels.Compare(withoutEmpty(a.Labels), withoutEmpty(b.Labels)) })
+	var b strings.Builder
+	for _, s := range series {
+		b.WriteString(withoutEmpty(s.Labels).String())
+		writePoints(&b, s.Samples, s.Histograms)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
 func mustMatcher(t testing.TB, typ labels.MatchType, name, value string) *labels.Matcher {
 	m, err := labels.NewMatcher(typ, name, value)
 	if err != nil {

@@ -212,11 +212,8 @@ func TestOpenAddsRawFamily(t *testing.T) {
 		moveToLegacy(t, s)
 		q := Query{Start: start, End: start + hour, Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "legacy")}}
 		want := collect(t, s.Select(ctx, q))
-		var exp strings.Builder
-		exp.WriteString(labels.New(ls...).String())
-		writePoints(&exp, samples, nil)
-		if strings.TrimSpace(want) != exp.String() {
-			t.Fatalf("legacy raw cells read back as\n%s\nwant\n%s", want, exp.String())
+		if exp := collected([]SeriesIn{{Labels: ls, Samples: samples}}); want != exp {
+			t.Fatalf("legacy raw cells read back as\n%s\nwant\n%s", want, exp)
 		}
 		clock.advance(30 * time.Minute) // past the quiet period
 		c := clockedCompactor(t, s, clock)
