@@ -343,36 +343,6 @@ func (r *Resolver) Names(ctx context.Context, kind Kind, uids []uint64, dst []st
 	return dst, nil
 }
 
-// List returns every string of kind with a UID, and the UIDs, by scanning the
-// forward mappings; the empty string (UID 0) comes first. It serves selectors
-// that name no metric; its cost grows with the UID table, not with the answer.
-func (r *Resolver) List(ctx context.Context, kind Kind) ([]string, []uint64, error) {
-	sc := r.tbl.Scan(ctx, table.ScanOptions{Start: []byte{1}, Family: FamilyID})
-	defer sc.Close()
-	names := []string{""}
-	uids := []uint64{0}
-	q := qualifiers[kind]
-	for sc.Next() {
-		row := sc.At()
-		c := findCell(row, q)
-		if c == nil {
-			continue
-		}
-		uid, err := r.decode(kind, c.Value)
-		if err != nil {
-			return nil, nil, fmt.Errorf("forward mapping of %s %q: %w", kind, row.Key, err)
-		}
-		name := string(row.Key)
-		// Not cached: a listing would evict the write path's hot entries.
-		names = append(names, name)
-		uids = append(uids, uid)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("list %s UIDs: %w", kind, err)
-	}
-	return names, uids, nil
-}
-
 func findCell(row table.Row, qualifier []byte) *table.Cell {
 	for i := range row.Cells {
 		if bytes.Equal(row.Cells[i].Qualifier, qualifier) {
@@ -389,23 +359,4 @@ func resize[T any](s []T, n int) []T {
 	s = s[:n]
 	clear(s)
 	return s
-}
-
-// Assigned reads the kind's counter from the table: every UID of the kind
-// ever handed out, by any process, is at most this.
-func (r *Resolver) Assigned(ctx context.Context, kind Kind) (uint64, error) {
-	rows, err := r.tbl.Get(ctx, FamilyID, [][]byte{counterRow})
-	if err != nil {
-		return 0, fmt.Errorf("read the %s UID counter: %w", kind, err)
-	}
-	c := findCell(rows[0], qualifiers[kind])
-	if c == nil {
-		return 0, nil
-	}
-	if len(c.Value) != 8 {
-		return 0, fmt.Errorf("%s UID counter of %d bytes, want 8", kind, len(c.Value))
-	}
-	n := binary.BigEndian.Uint64(c.Value)
-	r.setRemaining(kind, n)
-	return n, nil
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/prom-hbase/prom-hbase/labels2uid"
-	"github.com/prom-hbase/prom-hbase/table"
 )
 
 // nameCache keeps the metric names and tag keys that have UIDs, for the
@@ -28,13 +26,11 @@ import (
 // flight) is looked at again by the next uses, for pendingFor; after that it
 // is taken for a leaked UID (a writer that died or lost the race).
 //
-// It reads the UID table's layout as labels2uid documents it (counter row
-// "\x00", reverse rows keyed by UID bytes). TODO(lead): this belongs in
-// labels2uid as Resolver.ListSince(kind, uid); see the helper report.
+// It reads the UID table only through labels2uid's Resolver (Counters, Each,
+// NamesOf), which owns its layout.
 type nameCache struct {
-	tbl    table.Table
-	widths labels2uid.Widths
-	now    func() time.Time
+	uids *labels2uid.Resolver
+	now  func() time.Time
 
 	mu      sync.Mutex
 	loaded  bool
@@ -60,8 +56,8 @@ type nameSnapshot struct {
 	early   bool
 }
 
-func newNameCache(tbl table.Table, widths labels2uid.Widths) *nameCache {
-	return &nameCache{tbl: tbl, widths: widths, now: time.Now}
+func newNameCache(uids *labels2uid.Resolver) *nameCache {
+	return &nameCache{uids: uids, now: time.Now}
 }
 
 // get brings the cache up to date with the UID counters and returns it.
@@ -84,46 +80,30 @@ func (nc *nameCache) get(ctx context.Context) (nameSnapshot, error) {
 
 // readCounters reads the counter of each cached kind.
 func (nc *nameCache) readCounters(ctx context.Context) ([2]uint64, error) {
+	all, err := nc.uids.Counters(ctx)
 	var out [2]uint64
-	rows, err := nc.tbl.Get(ctx, labels2uid.FamilyID, [][]byte{{0}})
-	if err != nil {
-		return out, fmt.Errorf("read UID counters: %w", err)
+	for i, k := range cachedKinds {
+		out[i] = all[k]
 	}
-	for _, c := range rows[0].Cells {
-		for i, k := range cachedKinds {
-			if string(c.Qualifier) == k.String() && len(c.Value) == 8 {
-				out[i] = binary.BigEndian.Uint64(c.Value)
-			}
-		}
-	}
-	return out, nil
+	return out, err
 }
 
 // load scans the forward mappings once. UIDs up to the counters read before
 // the scan that it did not find are pending: their assignment was in flight.
 func (nc *nameCache) load(ctx context.Context, counters [2]uint64) error {
-	sc := nc.tbl.Scan(ctx, table.ScanOptions{Start: []byte{1}, Family: labels2uid.FamilyID})
-	defer sc.Close()
 	seen := [2]map[uint64]bool{{}, {}}
 	// The empty name is metric UID 0, without a row: series without __name__.
 	nc.metrics = append(nc.metrics[:0], metricRef{})
-	for sc.Next() {
-		row := sc.At()
-		for _, c := range row.Cells {
-			for i, k := range cachedKinds {
-				if string(c.Qualifier) != k.String() {
-					continue
-				}
-				if len(c.Value) != nc.widths[k] {
-					return fmt.Errorf("forward mapping of %s %q: UID of %d bytes, want %d", k, row.Key, len(c.Value), nc.widths[k])
-				}
-				uid := labels2uid.DecodeUID(c.Value)
+	err := nc.uids.Each(ctx, func(k labels2uid.Kind, name string, uid uint64) error {
+		for i, ck := range cachedKinds {
+			if k == ck {
 				seen[i][uid] = true
-				nc.add(k, string(row.Key), uid)
+				nc.add(k, name, uid)
 			}
 		}
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("list metric names and tag keys: %w", err)
 	}
 	now := nc.now()
@@ -162,7 +142,7 @@ func (nc *nameCache) update(ctx context.Context, counters [2]uint64) error {
 			}
 			uids = append(uids, uid)
 		}
-		found, err := nc.reverse(ctx, k, uids)
+		found, err := nc.uids.NamesOf(ctx, k, uids)
 		if err != nil {
 			return err
 		}
@@ -180,34 +160,6 @@ func (nc *nameCache) update(ctx context.Context, counters [2]uint64) error {
 		nc.sortMetrics()
 	}
 	return nil
-}
-
-// reverse reads the reverse mappings of uids, in batches; UIDs without one
-// are left out.
-func (nc *nameCache) reverse(ctx context.Context, k labels2uid.Kind, uids []uint64) (map[uint64]string, error) {
-	const batch = 1024
-	out := map[uint64]string{}
-	keys := make([][]byte, 0, min(batch, len(uids)))
-	for len(uids) > 0 {
-		n := min(batch, len(uids))
-		keys = keys[:0]
-		for _, uid := range uids[:n] {
-			keys = append(keys, labels2uid.AppendUID(nil, uid, nc.widths[k]))
-		}
-		rows, err := nc.tbl.Get(ctx, labels2uid.FamilyName, keys)
-		if err != nil {
-			return nil, fmt.Errorf("read reverse mappings of %d new %s UIDs: %w", n, k, err)
-		}
-		for j, row := range rows {
-			for _, c := range row.Cells {
-				if string(c.Qualifier) == k.String() {
-					out[uids[j]] = string(c.Value)
-				}
-			}
-		}
-		uids = uids[n:]
-	}
-	return out, nil
 }
 
 func (nc *nameCache) add(k labels2uid.Kind, name string, uid uint64) {

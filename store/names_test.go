@@ -91,7 +91,7 @@ func TestNameCachePending(t *testing.T) {
 	db, _ := openPebble(t)
 	ctx := context.Background()
 	s := openStore(t, db, Config{})
-	nc := newNameCache(s.uid, s.uids.Widths())
+	nc := newNameCache(s.uids)
 	now := time.Unix(1_760_000_000, 0)
 	nc.now = func() time.Time { return now }
 	if _, err := nc.get(ctx); err != nil {

@@ -263,7 +263,7 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.read.names = newNameCache(s.uid, s.uids.Widths())
+	s.read.names = newNameCache(s.uids)
 	s.read.markWindow = markDelay / 2
 	if cfg.Registerer != nil {
 		rereads := prometheus.NewCounterFunc(prometheus.CounterOpts{
