@@ -160,10 +160,15 @@ func (td *todoList) note(ctx context.Context, cells []table.Cell) error {
 	}
 	// One buffer holds every mark's row and qualifier: a write that enters
 	// a new hour marks each of its (bucket, metric)s, hundreds at once.
+	// The marks are of distinct columns, so one stamp serves them all: a
+	// stamp per mark ran the clock a millisecond a mark ahead of the wall
+	// clock, seconds for a write entering a new hour with thousands of
+	// metrics, and so delayed their compaction by as much.
+	ts := td.clock.next(now)
 	marks := make([]table.Cell, len(todo))
 	buf := make([]byte, 0, len(todo)*td.markLen())
 	for i, p := range todo {
-		marks[i], buf = td.appendMark(buf, p, td.clock.next(now))
+		marks[i], buf = td.appendMark(buf, p, ts)
 	}
 	if err := td.t.Put(ctx, marks); err != nil {
 		return fmt.Errorf("mark %d bucket-hours for compaction: %w", len(marks), err)
@@ -241,8 +246,9 @@ func parseTodoKey(key []byte) (hour uint32, salt byte, ok bool) {
 }
 
 // stampClock hands out strictly increasing millisecond timestamps that
-// follow the wall clock, so that two cells one process writes to the same
-// column never share a version.
+// follow the wall clock, one per put of marks, so that two marks one process
+// writes to the same column never share a version (a put holds a column
+// once).
 type stampClock struct {
 	mu   sync.Mutex
 	last int64

@@ -23,6 +23,8 @@ func (r *recordTable) Put(_ context.Context, cells []table.Cell) error {
 
 // TestNoteMarksNewHours: a write entering a new hour marks each of its
 // (bucket, metric)s once, with the row and qualifier the compactor parses,
+// stamped with the wall clock (a stamp a mark ran 800 marks 0.8 s ahead), a
+// column's next mark with a newer stamp even when the clock has not moved,
 // and costs a few allocations whatever the number of marks (a string key
 // and three slices a mark before).
 func TestNoteMarksNewHours(t *testing.T) {
@@ -60,6 +62,9 @@ func TestNoteMarksNewHours(t *testing.T) {
 		if hour := binary.BigEndian.Uint32(c.Row); hour != 1 {
 			t.Fatalf("mark %+v: hour %d, want 1", c, hour)
 		}
+		if c.Timestamp != now.UnixMilli() {
+			t.Fatalf("mark %+v: stamped %d ms from the clock, want 0", c, c.Timestamp-now.UnixMilli())
+		}
 		seen[[2]uint64{uint64(c.Row[4]), metric}] = true
 	}
 	if len(seen) != buckets*metrics {
@@ -69,6 +74,18 @@ func TestNoteMarksNewHours(t *testing.T) {
 	if err := td.note(ctx, cellsOf(1)); err != nil || len(rec.put) != 0 {
 		t.Fatalf("marked hour 1 again: %d marks, %v", len(rec.put), err)
 	}
+	// Trust in the marks gone (as after MarkRefresh), the clock unmoved: a
+	// new version of each mark.
+	clear(td.marked)
+	if err := td.note(ctx, cellsOf(1)); err != nil || len(rec.put) != buckets*metrics {
+		t.Fatalf("marked hour 1 anew: %d marks, %v", len(rec.put), err)
+	}
+	for _, c := range rec.put {
+		if c.Timestamp != now.UnixMilli()+1 {
+			t.Fatalf("mark %+v written again: stamped %d ms from the clock, want 1", c, c.Timestamp-now.UnixMilli())
+		}
+	}
+	rec.put = nil
 	hour := uint32(2)
 	allocs := testing.AllocsPerRun(5, func() {
 		rec.put = rec.put[:0]

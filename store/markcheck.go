@@ -170,11 +170,11 @@ func hasRows(ctx context.Context, data table.Table, r rowkey.Range) (bool, error
 // of their own.
 func writeMarks(ctx context.Context, compact table.Table, l rowkey.Layout, bhs []BucketHour) error {
 	td := &todoList{t: compact, id: newProcessID(), prefix: l.HeaderWidth(), salt: l.SaltWidth(), metric: l.MetricWidth}
-	now := time.Now().UnixMilli()
+	ts := td.clock.next(time.Now().UnixMilli())
 	marks := make([]table.Cell, len(bhs))
 	buf := make([]byte, 0, len(bhs)*td.markLen())
 	for i, bh := range bhs {
-		marks[i], buf = td.appendMark(buf, l.BucketHourRange(bh.Salt, bh.Metric, bh.Hour).Start, td.clock.next(now))
+		marks[i], buf = td.appendMark(buf, l.BucketHourRange(bh.Salt, bh.Metric, bh.Hour).Start, ts)
 	}
 	if err := compact.Put(ctx, marks); err != nil {
 		return fmt.Errorf("write %d compaction marks: %w", len(marks), err)
