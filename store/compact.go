@@ -290,7 +290,10 @@ func (c *Compactor) tidy(ctx context.Context, st PassStats) {
 
 // sweepRaw has the backend rewrite FamilyRaw without the raw cells the
 // passes folded and deleted, after a pass that deleted some and at most
-// once per RawSweepEvery. HBase keeps a deleted cell and its delete marker
+// once per RawSweepEvery (table.FamilyCompacter: on HBase a major compaction
+// of the family; on Pebble a flush of the memtable, where the deletions
+// otherwise wait for hours on a quiet store, doubling the CPU of reads of
+// the folded rows). HBase keeps a deleted cell and its delete marker
 // until a major compaction (weekly by default), and a read steps over both:
 // reads of hours with no mark never open FamilyRaw (rawhours.go), but a
 // late sample marks its hour again, and then every read of the hour and the

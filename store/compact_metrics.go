@@ -37,7 +37,7 @@ func newCompactMetrics(reg prometheus.Registerer) (*compactMetrics, error) {
 		}, []string{"layout"}),
 		errors:    counter("promhbase_compactor_errors_total", "Bucket-hours whose compaction failed, passes that could not read the compaction table, and raw-family sweeps that could not be asked for."),
 		passes:    counter("promhbase_compactor_passes_total", "Compaction passes started."),
-		rawSweeps: counter("promhbase_compactor_raw_sweeps_total", "Major compactions of the raw family asked for, to drop the raw cells the passes deleted (--compactor.raw-sweep-interval)."),
+		rawSweeps: counter("promhbase_compactor_raw_sweeps_total", "Sweeps of the raw family asked for, to drop the raw cells the passes deleted (--compactor.raw-sweep-interval): major compactions of it on HBase, flushes of the memtable on the embedded store."),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "promhbase_compactor_lag_seconds",
 			Help: "Age of the oldest closed hour not yet compacted, since it closed (hour end + grace), as of the last pass; 0 when none. Backfilled history raises it until compacted.",

@@ -39,7 +39,7 @@ func addCompactorFlags(app *kingpin.Application) *compactorFlags {
 		Default(store.DefaultCompactLease.String()).DurationVar(&f.lease)
 	app.Flag("compactor.batch-rows", "Hour rows read and rewritten per storage call.").
 		Default(fmt.Sprint(store.DefaultCompactBatchRows)).IntVar(&f.batchRows)
-	app.Flag("compactor.raw-sweep-interval", "Least time between two major compactions of the data table's raw family that the compactor asks HBase for, after passes that folded raw cells (0: never). They drop the folded cells, which HBase otherwise keeps until its own major compaction, and which reads of hours with late samples step over. The raw family holds only the hours not compacted yet.").
+	app.Flag("compactor.raw-sweep-interval", "Least time between two major compactions of the data table's raw family that the compactor asks HBase for, after passes that folded raw cells (0: never). They drop the folded cells, which HBase otherwise keeps until its own major compaction, and which reads of hours with late samples step over. The raw family holds only the hours not compacted yet. On the embedded store: a flush of its memtable, where the deletions otherwise wait, and reads of the folded hours step over them, until it fills.").
 		Default(store.DefaultRawSweepEvery.String()).DurationVar(&f.rawSweep)
 	app.Flag("compactor.max-clock-skew", "Largest clock difference between adapters sharing the tables that the compactor tolerates (it waits this long more before it trusts that writes to an hour are over).").
 		Default("30s").DurationVar(&f.skew)
