@@ -154,7 +154,13 @@ hbase_root=$(sed -n 's|.*<name>hbase.rootdir</name><value>file://\([^<]*\)</valu
 [[ -d $hbase_root ]] || { echo "no HBase root directory found in $hb/conf/hbase-site.xml" >&2; exit 1; }
 prefix=bench$RANDOM-
 
-free_port() { local p; while :; do p=$((20000 + RANDOM % 30000)); (exec 3<> "/dev/tcp/127.0.0.1/$p") 2> /dev/null || { echo "$p"; return; }; done; }
+# Ports are picked below the kernel's ephemeral range, whose ports outgoing
+# connections take as their own: a port free to connect to may still be
+# held by one, and a listener then fails to bind it (a make bench run lost
+# its adapter so).
+port_hi=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null || echo 32768)
+((port_hi > 21000)) || port_hi=50000
+free_port() { local p; while :; do p=$((20000 + RANDOM % (port_hi - 20000))); (exec 3<> "/dev/tcp/127.0.0.1/$p") 2> /dev/null || { echo "$p"; return; }; done; }
 # wait_ready URL [PID [LOG]]: until URL answers; fails at once when PID exits.
 wait_ready() {
   for _ in $(seq 1 240); do

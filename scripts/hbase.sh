@@ -136,12 +136,18 @@ jvm_flags=(
   --add-exports java.base/sun.net.util=ALL-UNNAMED
 )
 
+# Ports are picked below the kernel's ephemeral range, whose ports outgoing
+# connections take as their own: a port free to connect to may still be
+# held by one, and a listener then fails to bind it (a make bench run lost
+# its adapter so).
+port_hi=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null || echo 32768)
+((port_hi > 21000)) || port_hi=50000
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 pick_port() {
   local p
   for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % 30000))
+    p=$((20000 + RANDOM % (port_hi - 20000)))
     if port_free "$p" && [[ " ${picked:-} " != *" $p "* ]]; then
       picked="${picked:-} $p"
       echo "$p"
