@@ -90,9 +90,6 @@ func (r *Resolver) List(ctx context.Context, kind Kind) ([]string, []uint64, err
 	return names, uids, nil
 }
 
-// namesOfBatch bounds the keys of one Get of NamesOf.
-const namesOfBatch = 1024
-
 // NamesOf returns the strings of those uids of kind that have a reverse
 // mapping. Unlike Names, a UID without one is left out, not an error: it is
 // for callers that look at UIDs up to a counter (Counters), some of which
@@ -107,25 +104,14 @@ func (r *Resolver) NamesOf(ctx context.Context, kind Kind, uids []uint64) (map[u
 			miss = append(miss, uid)
 		}
 	}
-	keys := make([][]byte, 0, min(namesOfBatch, len(miss)))
-	for len(miss) > 0 {
-		n := min(namesOfBatch, len(miss))
-		keys = keys[:0]
-		for _, uid := range miss[:n] {
-			keys = append(keys, AppendUID(nil, uid, r.widths[kind]))
+	err := r.readNames(ctx, kind, miss, func(j int, name string, ok bool) error {
+		if ok {
+			out[miss[j]] = name
 		}
-		rows, err := r.tbl.Get(ctx, FamilyName, keys)
-		if err != nil {
-			return nil, fmt.Errorf("read the reverse mappings of %d %s UIDs: %w", n, kind, err)
-		}
-		for j, row := range rows {
-			if c := findCell(row, qualifiers[kind]); c != nil {
-				name := string(c.Value)
-				out[miss[j]] = name
-				r.reverse[kind].put(miss[j], name)
-			}
-		}
-		miss = miss[n:]
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

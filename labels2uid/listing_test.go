@@ -58,3 +58,53 @@ func TestListing(t *testing.T) {
 		}
 	})
 }
+
+// TestReadNamesBatches: Names and NamesOf of more UIDs than one Get reads,
+// on a cold reverse cache, get every name in order across the batches; a
+// UID without a mapping in a later batch fails Names and is left out of
+// NamesOf.
+func TestReadNamesBatches(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
+		ctx := context.Background()
+		tbl := uidTable(t, db, prefix+"readnames")
+		writer := newResolver(t, tbl, Config{})
+		n := readNamesBatch + readNamesBatch/2
+		var b Batch
+		for i := range n {
+			b.Add(TagV, fmt.Sprintf("value-%05d", i))
+		}
+		if err := writer.GetOrAssign(ctx, &b); err != nil {
+			t.Fatal(err)
+		}
+		uids := b.UIDs[TagV]
+
+		names, err := newResolver(t, tbl, Config{}).Names(ctx, TagV, uids, []string{"kept"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) != n+1 || names[0] != "kept" {
+			t.Fatalf("Names gave %d names after %q, want %d after \"kept\"", len(names)-1, names[0], n)
+		}
+		for i, name := range names[1:] {
+			if want := fmt.Sprintf("value-%05d", i); name != want {
+				t.Fatalf("Names[%d] = %q, want %q", i, name, want)
+			}
+		}
+
+		unmapped := uint64(n + 10) // beyond the counter: never mapped
+		withGap := append(append([]uint64(nil), uids...), unmapped)
+		if _, err := newResolver(t, tbl, Config{}).Names(ctx, TagV, withGap, nil); err == nil {
+			t.Error("Names of an unmapped UID in the second batch succeeded, want an error")
+		}
+		got, err := newResolver(t, tbl, Config{}).NamesOf(ctx, TagV, withGap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != n {
+			t.Errorf("NamesOf gave %d names, want %d (the unmapped UID left out)", len(got), n)
+		}
+		if name := got[uids[n-1]]; name != fmt.Sprintf("value-%05d", n-1) {
+			t.Errorf("NamesOf's last name %q, want value-%05d", name, n-1)
+		}
+	})
+}

@@ -311,7 +311,7 @@ func (r *Resolver) decode(kind Kind, b []byte) (uint64, error) {
 func (r *Resolver) Names(ctx context.Context, kind Kind, uids []uint64, dst []string) ([]string, error) {
 	base := len(dst)
 	var missIdx []int
-	var keys [][]byte
+	var miss []uint64
 	for i, uid := range uids {
 		if uid == 0 {
 			dst = append(dst, "")
@@ -321,26 +321,54 @@ func (r *Resolver) Names(ctx context.Context, kind Kind, uids []uint64, dst []st
 		dst = append(dst, name)
 		if !ok {
 			missIdx = append(missIdx, i)
+			miss = append(miss, uid)
+		}
+	}
+	err := r.readNames(ctx, kind, miss, func(j int, name string, ok bool) error {
+		if !ok {
+			return fmt.Errorf("%s UID %d has no name in the UID table", kind, miss[j])
+		}
+		dst[base+missIdx[j]] = name
+		return nil
+	})
+	return dst, err
+}
+
+// readNamesBatch bounds the keys of one Get of readNames.
+const readNamesBatch = 1024
+
+// readNames reads the reverse mappings of uids of kind, which the reverse
+// cache missed, at most readNamesBatch a Get, and caches those it finds. It
+// calls found for each UID in order, with its index in uids and whether it
+// has a mapping, and stops at found's first error: what a missing mapping
+// means is the caller's to say.
+func (r *Resolver) readNames(ctx context.Context, kind Kind, uids []uint64, found func(j int, name string, ok bool) error) error {
+	keys := make([][]byte, 0, min(readNamesBatch, len(uids)))
+	for done := 0; done < len(uids); {
+		n := min(readNamesBatch, len(uids)-done)
+		keys = keys[:0]
+		for _, uid := range uids[done : done+n] {
 			keys = append(keys, AppendUID(nil, uid, r.widths[kind]))
 		}
-	}
-	if len(keys) == 0 {
-		return dst, nil
-	}
-	rows, err := r.tbl.Get(ctx, FamilyName, keys)
-	if err != nil {
-		return dst, fmt.Errorf("read reverse UID mappings: %w", err)
-	}
-	for j, i := range missIdx {
-		c := findCell(rows[j], qualifiers[kind])
-		if c == nil {
-			return dst, fmt.Errorf("%s UID %d has no name in the UID table", kind, uids[i])
+		rows, err := r.tbl.Get(ctx, FamilyName, keys)
+		if err != nil {
+			return fmt.Errorf("read the reverse mappings of %d %s UIDs: %w", n, kind, err)
 		}
-		name := string(c.Value)
-		dst[base+i] = name
-		r.reverse[kind].put(uids[i], name)
+		for k, row := range rows {
+			j := done + k
+			var name string
+			c := findCell(row, qualifiers[kind])
+			if c != nil {
+				name = string(c.Value)
+				r.reverse[kind].put(uids[j], name)
+			}
+			if err := found(j, name, c != nil); err != nil {
+				return err
+			}
+		}
+		done += n
 	}
-	return dst, nil
+	return nil
 }
 
 func findCell(row table.Row, qualifier []byte) *table.Cell {
