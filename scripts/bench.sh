@@ -154,13 +154,8 @@ hbase_root=$(sed -n 's|.*<name>hbase.rootdir</name><value>file://\([^<]*\)</valu
 [[ -d $hbase_root ]] || { echo "no HBase root directory found in $hb/conf/hbase-site.xml" >&2; exit 1; }
 prefix=bench$RANDOM-
 
-# Ports are picked below the kernel's ephemeral range, whose ports outgoing
-# connections take as their own: a port free to connect to may still be
-# held by one, and a listener then fails to bind it (a make bench run lost
-# its adapter so).
-port_hi=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null || echo 32768)
-((port_hi > 21000)) || port_hi=50000
-free_port() { local p; while :; do p=$((20000 + RANDOM % (port_hi - 20000))); (exec 3<> "/dev/tcp/127.0.0.1/$p") 2> /dev/null || { echo "$p"; return; }; done; }
+# shellcheck source=scripts/ports.sh
+source "$repo/scripts/ports.sh"
 # wait_ready URL [PID [LOG]]: until URL answers; fails at once when PID exits.
 wait_ready() {
   for _ in $(seq 1 240); do
@@ -188,7 +183,7 @@ rec() {
 launch_adapter() {
   local name=$1 port
   shift
-  port=$(free_port)
+  pick_port port
   "$tmp/adapter" --web.listen-address="127.0.0.1:$port" --log.level=warn "$@" \
     >> "$tmp/adapter-$name.log" 2>&1 &
   adapter_pid=$!
@@ -345,7 +340,7 @@ bench_ingest() {
 bench_receiver() {
   local rs=${RECEIVER_SERIES:-10000} rr=${RECEIVER_ROUNDS:-200} reps=${RECEIVER_REPS:-$ingest_reps}
   local rstep=250 rstart=$(($(date +%s) * 1000)) pp
-  pp=$(free_port)
+  pick_port pp
   "$prom" --config.file=/dev/null --storage.tsdb.path="$tmp/prom-rc" --web.listen-address="127.0.0.1:$pp" \
     --web.enable-remote-write-receiver --log.level=warn > "$tmp/prom-rc.log" 2>&1 &
   pids+=($!)
@@ -438,7 +433,7 @@ say "loading $ds_series series x $ds_rounds samples"
 start_adapter ds "${prefix}ds-" "${raw[@]}"
 start_tsd ds "${prefix}ds-"
 if [[ $prom != none ]]; then
-  pp=$(free_port)
+  pick_port pp
   "$prom" --config.file=/dev/null --storage.tsdb.path="$tmp/prom" --web.listen-address="127.0.0.1:$pp" \
     --web.enable-remote-write-receiver --log.level=warn > "$tmp/prom.log" 2>&1 &
   pids+=($!)

@@ -47,28 +47,8 @@ ensure_tools() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
 }
 
-# Ports are picked below the kernel's ephemeral range, whose ports outgoing
-# connections take as their own: a port free to connect to may still be
-# held by one, and a listener then fails to bind it (a make bench run lost
-# its adapter so).
-port_hi=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null || echo 32768)
-((port_hi > 21000)) || port_hi=50000
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# pick_port VAR: exports VAR as a free loopback port not picked before.
-pick_port() {
-  local p
-  for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % (port_hi - 20000)))
-    if port_free "$p" && [[ " ${picked:-} " != *" $p "* ]]; then
-      picked="${picked:-} $p"
-      export "$1=$p"
-      return 0
-    fi
-  done
-  log "no free port found"
-  return 1
-}
+# shellcheck source=scripts/ports.sh
+source "$repo/scripts/ports.sh"
 
 ensure_tools
 tmp=$(mktemp -d /tmp/promhbase-compose.XXXXXX)
@@ -223,6 +203,7 @@ build_local_images
 export PROMHBASE_BIND=127.0.0.1
 for v in PROMETHEUS_PORT ADAPTER_PORT GRAFANA_PORT COMPOSE_TEST_READER_PORT; do
   pick_port "$v"
+  export "${v?}"
 done
 
 log "stack: building images and starting hbase, adapter, prometheus, node-exporter, reader"

@@ -136,27 +136,8 @@ jvm_flags=(
   --add-exports java.base/sun.net.util=ALL-UNNAMED
 )
 
-# Ports are picked below the kernel's ephemeral range, whose ports outgoing
-# connections take as their own: a port free to connect to may still be
-# held by one, and a listener then fails to bind it (a make bench run lost
-# its adapter so).
-port_hi=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null || echo 32768)
-((port_hi > 21000)) || port_hi=50000
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-pick_port() {
-  local p
-  for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % (port_hi - 20000)))
-    if port_free "$p" && [[ " ${picked:-} " != *" $p "* ]]; then
-      picked="${picked:-} $p"
-      echo "$p"
-      return 0
-    fi
-  done
-  log "no free port found"
-  return 1
-}
+# shellcheck source=scripts/ports.sh
+source "$repo/scripts/ports.sh"
 
 running_pid() {
   [[ -f $run/hbase.pid ]] || return 1
@@ -252,8 +233,8 @@ do_start() {
     read -r zk master rs < "$run/conf/ports"
   else
     rm -rf "$run/data" "$run/logs" "$run/conf"
-    picked=""
-    zk=$(pick_port); master=$(pick_port); rs=$(pick_port)
+    ports_picked=""
+    pick_port zk; pick_port master; pick_port rs
     write_config "$zk" "$master" "$rs"
     echo "$zk $master $rs" > "$run/conf/ports"
   fi
@@ -465,8 +446,8 @@ cluster_start() {
   rm -rf "$run/data" "$run/logs" "$run/conf" "$run/ports" "$run/hbase.env"
   mkdir -p "$run/logs"
   local zk master rs1 rs2
-  picked=""
-  zk=$(pick_port); master=$(pick_port); rs1=$(pick_port); rs2=$(pick_port)
+  ports_picked=""
+  pick_port zk; pick_port master; pick_port rs1; pick_port rs2
   echo "$zk $master $rs1 $rs2" > "$run/ports"
   cluster_config "$zk" "$master" "$rs1" "$rs2"
   log "starting a cluster: zookeeper 127.0.0.1:$zk, master :$master, region servers :$rs1 :$rs2; logs in $run/logs"

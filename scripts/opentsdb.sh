@@ -92,19 +92,8 @@ running_pid() {
   return 1
 }
 
-# Ports are picked below the kernel's ephemeral range, whose ports outgoing
-# connections take as their own: a port free to connect to may still be
-# held by one, and a listener then fails to bind it (a make bench run lost
-# its adapter so).
-port_hi=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null || echo 32768)
-((port_hi > 21000)) || port_hi=50000
-free_port() {
-  local p
-  while :; do
-    p=$((20000 + RANDOM % (port_hi - 20000)))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-  done
-}
+# shellcheck source=scripts/ports.sh
+source "$repo/scripts/ports.sh"
 
 write_config() {
   local port=$1
@@ -168,7 +157,7 @@ do_start() {
 # does, 2 when it could not bind its port, 1 otherwise.
 launch() {
   local port pid
-  port=$(free_port)
+  pick_port port
   write_config "$port"
   (
     cd "$run"
