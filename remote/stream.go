@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -59,8 +60,9 @@ const (
 	flushDelay = 2 * time.Millisecond
 )
 
-// send writes what is pending and flushes it. Called with mu held.
-func (sw *streamWriter) send() error {
+// send writes what is pending and, if flush, flushes it. Called with mu
+// held.
+func (sw *streamWriter) send(flush bool) error {
 	if !sw.started {
 		sw.w.Header().Set("Content-Type", streamedContentType)
 		sw.w.WriteHeader(http.StatusOK)
@@ -73,7 +75,9 @@ func (sw *streamWriter) send() error {
 			return fmt.Errorf("writing frames: %w", err)
 		}
 	}
-	sw.flusher.Flush()
+	if flush {
+		sw.flusher.Flush()
+	}
 	return nil
 }
 
@@ -84,11 +88,20 @@ func (sw *streamWriter) onTimer() {
 	if sw.closed || len(sw.bufs.pending) == 0 || sw.err != nil {
 		return
 	}
-	sw.err = sw.send()
+	sw.err = sw.send(true)
 }
 
 // finish sends what is pending (the status line alone when no frame was
-// written) and stops the timer.
+// written) and stops the timer. The handler returns next, and net/http
+// flushes what it buffered then, so finish does not: a flush of its own
+// is one more write system call.
+//
+// An answer that nothing was sent of yet is all pending, so it goes out
+// with its length rather than chunked: net/http then writes it in two
+// system calls (its 4 KiB buffer, filled after the header, and the rest)
+// where a chunked body takes four (the chunk's end and the body's end a
+// write each), and the client reads it in as few. That is the common
+// case of a small query, answered within flushDelay of its first frame.
 func (sw *streamWriter) finish() error {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
@@ -96,7 +109,10 @@ func (sw *streamWriter) finish() error {
 	if sw.err != nil {
 		return sw.err
 	}
-	return sw.send()
+	if !sw.started {
+		sw.w.Header().Set("Content-Length", strconv.Itoa(len(sw.bufs.pending)))
+	}
+	return sw.send(false)
 }
 
 // abort stops the timer and drops what is pending; it reports whether the
@@ -207,7 +223,7 @@ func (sw *streamWriter) writeFrame(queryIndex int64) error {
 	appendFrameHeader(p[start:start:start+hdr], data)
 	b.pending = p
 	if len(p) >= flushBytes {
-		return sw.send()
+		return sw.send(true)
 	}
 	if !sw.armed {
 		sw.armed = true

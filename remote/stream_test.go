@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,12 +19,13 @@ import (
 	"github.com/prom-hbase/prom-hbase/store"
 )
 
-// flushCounter is a ResponseWriter that counts flushes, safe for the
-// stream writer's timer.
+// flushCounter is a ResponseWriter that counts writes and flushes, safe
+// for the stream writer's timer.
 type flushCounter struct {
 	mu      sync.Mutex
 	header  http.Header
 	body    bytes.Buffer
+	writes  int
 	flushes int
 }
 
@@ -32,6 +34,7 @@ func (f *flushCounter) WriteHeader(int)     {}
 func (f *flushCounter) Write(p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.writes++
 	return f.body.Write(p)
 }
 func (f *flushCounter) Flush() {
@@ -41,39 +44,57 @@ func (f *flushCounter) Flush() {
 }
 
 // TestStreamWriterBatchesFrames: frames ready at once go out in a few
-// writes, not a flush each, and every frame arrives intact.
+// writes, not a flush each, and every frame arrives intact. An answer that
+// fits in one batch goes out with its length, in one write and no flush
+// (the handler's return flushes); a longer one is sent chunked, a flush a
+// batch but none at the end.
 func TestStreamWriterBatchesFrames(t *testing.T) {
-	w := &flushCounter{header: http.Header{}}
-	sw := &streamWriter{w: w, flusher: w, bufs: new(readBuffers), maxBytes: 1 << 20, delay: time.Hour}
-	const n = 200
-	series := make([]store.ChunkSeries, n)
-	for i := range series {
-		series[i] = store.ChunkSeries{Labels: labels.FromStrings("__name__", "m", "i", string(rune('a'+i%26))+string(rune('a'+i/26))),
-			Chunks: stubChunks(t, 1, 120, int64(i)*1000)}
-		if _, _, err := sw.writeChunkSeries(0, series[i]); err != nil {
+	for _, tc := range []struct {
+		frames          int
+		writes, flushes int
+		withLength      bool
+	}{
+		// Frames of about 250 bytes: 200 fit in a batch of 64 KiB, 400 take
+		// a full batch and the rest.
+		{frames: 200, writes: 1, flushes: 0, withLength: true},
+		{frames: 400, writes: 2, flushes: 1, withLength: false},
+	} {
+		w := &flushCounter{header: http.Header{}}
+		sw := &streamWriter{w: w, flusher: w, bufs: new(readBuffers), maxBytes: 1 << 20, delay: time.Hour}
+		for i := range tc.frames {
+			s := store.ChunkSeries{Labels: labels.FromStrings("__name__", "m", "i", fmt.Sprint(i)),
+				Chunks: stubChunks(t, 1, 120, int64(i)*1000)}
+			if _, _, err := sw.writeChunkSeries(0, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := sw.finish(); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := sw.finish(); err != nil {
-		t.Fatal(err)
-	}
-	// 200 frames of about 250 bytes: under 64 KiB apart from the last send.
-	if w.flushes < 1 || w.flushes > 2 {
-		t.Errorf("%d flushes for %d frames, want 1 or 2", w.flushes, n)
-	}
-	cr := remote.NewChunkedReader(&w.body, 1<<20, nil)
-	for i := range n {
+		if w.writes != tc.writes || w.flushes != tc.flushes {
+			t.Errorf("%d frames: %d writes and %d flushes, want %d and %d", tc.frames, w.writes, w.flushes, tc.writes, tc.flushes)
+		}
+		cl := w.header.Get("Content-Length")
+		if tc.withLength && cl != fmt.Sprint(w.body.Len()) {
+			t.Errorf("%d frames: Content-Length %q for a body of %d bytes", tc.frames, cl, w.body.Len())
+		}
+		if !tc.withLength && cl != "" {
+			t.Errorf("%d frames: Content-Length %q on an answer sent in batches", tc.frames, cl)
+		}
+		cr := remote.NewChunkedReader(&w.body, 1<<20, nil)
+		for i := range tc.frames {
+			var resp prompb.ChunkedReadResponse
+			if err := cr.NextProto(&resp); err != nil {
+				t.Fatalf("%d frames: frame %d: %v", tc.frames, i, err)
+			}
+			if got := len(resp.ChunkedSeries[0].Chunks); got != 1 {
+				t.Fatalf("%d frames: frame %d: %d chunks", tc.frames, i, got)
+			}
+		}
 		var resp prompb.ChunkedReadResponse
-		if err := cr.NextProto(&resp); err != nil {
-			t.Fatalf("frame %d: %v", i, err)
+		if err := cr.NextProto(&resp); err != io.EOF {
+			t.Fatalf("%d frames: after the last frame: %v, want EOF", tc.frames, err)
 		}
-		if got := len(resp.ChunkedSeries[0].Chunks); got != 1 {
-			t.Fatalf("frame %d: %d chunks", i, got)
-		}
-	}
-	var resp prompb.ChunkedReadResponse
-	if err := cr.NextProto(&resp); err != io.EOF {
-		t.Fatalf("after the last frame: %v, want EOF", err)
 	}
 }
 
