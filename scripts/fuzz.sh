@@ -14,6 +14,9 @@ pattern=${1:-.}
 fuzztime=${FUZZTIME:-30s} minimize=${FUZZMINIMIZETIME:-2s}
 failed=()
 ran=0 races=0
+# count_kept DIR: the number of inputs kept in DIR (0 when it does not exist yet:
+# with pipefail, `ls` of a missing directory would end the script).
+count_kept() { if [[ -d $1 ]]; then find "$1" -type f | wc -l; else echo 0; fi; }
 # The targets, found in the sources: listing them with go test would build and
 # start every package's tests.
 while read -r dir target; do
@@ -22,7 +25,7 @@ while read -r dir target; do
   ran=$((ran + 1))
   echo "fuzz.sh: $pkg $target for $fuzztime"
   kept="$dir/testdata/fuzz/$target"
-  before=$(ls "$kept" 2>/dev/null | wc -l)
+  before=$(count_kept "$kept")
   out=$(mktemp)
   if go test -run '^$' -fuzz "^$target\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "$pkg" < /dev/null 2>&1 | tee "$out"; then
     rm -f "$out"
@@ -32,7 +35,7 @@ while read -r dir target; do
   # bare "context deadline exceeded" and no input (go.dev/issue/75804, fixed
   # in Go 1.27): not a finding when no input was written and the kept ones
   # pass.
-  if [[ $(ls "$kept" 2>/dev/null | wc -l) -eq $before ]] && grep -q '^    context deadline exceeded$' "$out" &&
+  if [[ $(count_kept "$kept") -eq $before ]] && grep -q '^    context deadline exceeded$' "$out" &&
     go test -run "^$target\$" "$pkg" < /dev/null > /dev/null; then
     echo "fuzz.sh: $pkg $target: Go's end-of-fuzztime race (go.dev/issue/75804), no input written: not a finding"
     races=$((races + 1))
