@@ -64,8 +64,9 @@ type Series struct {
 }
 
 // SeriesSet iterates over series in label order. The Series returned by At is
-// valid only until the next call to Next. Close releases what an early stop
-// leaves open; it is safe to call more than once.
+// valid only until the next call to Next or Close. Close releases what an
+// early stop leaves open; it is safe to call more than once, and Next
+// reports false after it.
 type SeriesSet interface {
 	Next() bool
 	At() Series
@@ -126,7 +127,7 @@ type ChunkSeries struct {
 
 // ChunkSeriesSet iterates over chunk series in label order, as SeriesSet does
 // over sample series; the ChunkSeries returned by At (its chunks' bytes
-// included) is valid only until the next call to Next.
+// included) is valid only until the next call to Next or Close.
 type ChunkSeriesSet interface {
 	Next() bool
 	At() ChunkSeries

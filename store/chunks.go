@@ -43,6 +43,14 @@ func (b *chunkBuilder) reset() {
 	b.chunks = b.chunks[:0]
 }
 
+// release empties the builder for another query: what it keeps is its own
+// arena and slices, and no reference into the rows it was given.
+func (b *chunkBuilder) release() {
+	b.reset()
+	clear(b.chunks[:cap(b.chunks)])
+	clear(b.pendingH[:cap(b.pendingH)])
+}
+
 // addRow appends what d decoded from one row.
 func (b *chunkBuilder) addRow(d *rowDecoder) error {
 	loose, looseH := d.loose, d.looseH

@@ -121,6 +121,7 @@ func (c *cursor) loadGroup() error {
 	}
 	c.release(c.batch)
 	c.batch, c.pos = nil, 0
+	releaseRows(c.series)
 	clear(c.series)
 	c.series = nil
 	if c.loading == nil {
@@ -344,10 +345,12 @@ func (c *cursor) close() {
 	}
 	if c.loading != nil {
 		<-c.loading.done
+		releaseRows(c.loading.series)
 		c.loading = nil
 	}
 	if c.p != nil && c.p.marks != nil {
 		<-c.p.marks.done
 	}
+	releaseRows(c.series)
 	c.series, c.batch, c.spare = nil, nil, nil
 }

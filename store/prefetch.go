@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/prom-hbase/prom-hbase/rowkey"
@@ -30,37 +31,153 @@ type hourRow struct {
 // is smaller): below it a scan would give up on its first rows.
 const minPrefetchShare = 64 << 10
 
-// arena holds copies of cell bytes in blocks that never move, so a cell
-// copied earlier stays valid as later ones are added.
+// arena holds the rows phase one keeps: copies of their cell bytes, in
+// blocks that never move (a cell copied earlier stays valid as later ones
+// are added), and their Cells, in slabs cut the same way. Arenas come from
+// a pool and go back once the rows of their group are read (releaseRows):
+// made anew per query they were a fifth of a streamed read's garbage
+// (BENCHMARKS.md, "Streamed read: the answer's length, and the garbage
+// collector"). A pooled arena keeps its blocks and slabs and fills them
+// again from the first.
 type arena struct {
 	blocks [][]byte
+	block  int // the block being filled; those after it are empty
+	slabs  [][]table.Cell
+	slab   int
+	free   bool // in the pool
 }
 
 // Blocks double from the first size to the last: most scans of a small
-// query keep a few hundred bytes.
+// query keep a few hundred bytes. Slabs double from the first size.
 const (
 	arenaFirstBlock = 1 << 10
 	arenaMaxBlock   = 64 << 10
+	arenaFirstSlab  = 64
 )
 
+var arenaPool = sync.Pool{New: func() any { return new(arena) }}
+
+func newArena() *arena {
+	a := arenaPool.Get().(*arena)
+	a.free = false
+	return a
+}
+
+// release empties a and gives it back to the pool. Nothing may use the
+// rows kept in it after, nor release it again: a second release while it
+// is in the pool would hand it to two queries, and one's rows would be
+// written over with the other's.
+func (a *arena) release() {
+	if a.free {
+		panic("store: a phase-one arena released twice")
+	}
+	a.free = true
+	if a.bytes() > maxPooledBytes {
+		return // a large prefetch's arena: left to the collector
+	}
+	for i := range a.blocks[:min(a.block+1, len(a.blocks))] {
+		a.blocks[i] = a.blocks[i][:0]
+	}
+	for i := range a.slabs[:min(a.slab+1, len(a.slabs))] {
+		// The Cells' bytes are the arena's, but a Family is a string of
+		// its own: drop them all.
+		clear(a.slabs[i])
+		a.slabs[i] = a.slabs[i][:0]
+	}
+	a.block, a.slab = 0, 0
+	arenaPool.Put(a)
+}
+
+// bytes is what the arena's blocks and slabs take.
+func (a *arena) bytes() int {
+	n := 0
+	for _, b := range a.blocks {
+		n += cap(b)
+	}
+	for _, s := range a.slabs {
+		n += cap(s) * cellSize
+	}
+	return n
+}
+
+// copy returns a copy of b in the arena. A block without room for b is
+// left as it is for the next one (or a new one).
 func (a *arena) copy(b []byte) []byte {
 	if len(b) == 0 {
 		return nil
 	}
-	n := len(a.blocks)
-	if n == 0 || cap(a.blocks[n-1])-len(a.blocks[n-1]) < len(b) {
+	for a.block < len(a.blocks) && cap(a.blocks[a.block])-len(a.blocks[a.block]) < len(b) {
+		a.block++
+	}
+	if a.block == len(a.blocks) {
 		size := arenaFirstBlock
-		if n > 0 {
+		if n := len(a.blocks); n > 0 {
 			size = min(2*cap(a.blocks[n-1]), arenaMaxBlock)
 		}
 		a.blocks = append(a.blocks, make([]byte, 0, max(size, len(b))))
-		n++
 	}
-	blk := a.blocks[n-1]
+	blk := a.blocks[a.block]
 	off := len(blk)
 	blk = append(blk, b...)
-	a.blocks[n-1] = blk
+	a.blocks[a.block] = blk
 	return blk[off:len(blk):len(blk)]
+}
+
+// cells returns n zeroed Cells of the arena, for one row.
+func (a *arena) cells(n int) []table.Cell {
+	for a.slab < len(a.slabs) && cap(a.slabs[a.slab])-len(a.slabs[a.slab]) < n {
+		a.slab++
+	}
+	if a.slab == len(a.slabs) {
+		size := arenaFirstSlab
+		if k := len(a.slabs); k > 0 {
+			size = 2 * cap(a.slabs[k-1])
+		}
+		a.slabs = append(a.slabs, make([]table.Cell, 0, max(size, 4*n)))
+	}
+	slab := a.slabs[a.slab]
+	start := len(slab)
+	slab = slab[:start+n]
+	a.slabs[a.slab] = slab
+	return slab[start : start+n : start+n]
+}
+
+// releaseRows gives back the arenas that the kept rows of series are in,
+// each once, and forgets the rows: their group is read.
+func releaseRows(series []seriesRef) {
+	var (
+		arenas []*arena
+		seen   map[*arena]bool // once there are more than a few
+	)
+	for i := range series {
+		sr := &series[i]
+		a := sr.mem
+		sr.mem, sr.rows = nil, nil
+		if a == nil || (len(arenas) > 0 && arenas[len(arenas)-1] == a) {
+			continue
+		}
+		// A group has a scan or a few per metric, each with its arena
+		// shared by its series, which sorting by labels interleaves.
+		switch {
+		case seen != nil:
+			if seen[a] {
+				continue
+			}
+			seen[a] = true
+		case slices.Contains(arenas, a):
+			continue
+		case len(arenas) == 16:
+			seen = make(map[*arena]bool, 64)
+			for _, b := range arenas {
+				seen[b] = true
+			}
+			seen[a] = true
+		}
+		arenas = append(arenas, a)
+	}
+	for _, a := range arenas {
+		a.release()
+	}
 }
 
 // rangeScan is the phase one of one scan range: the distinct series it
@@ -76,9 +193,8 @@ type rangeScan struct {
 	salts []byte // per series in out: its salt bucket
 	bySID map[string]int
 	sid   []byte
-	arena arena
-	// cellBuf is cut into each prefetched row's cells.
-	cellBuf []table.Cell
+	// arena holds the kept rows; nil until the first.
+	arena *arena
 	// scans that listed rows: after more than one, a series' rows may be
 	// out of hour order.
 	scans int
@@ -257,20 +373,20 @@ const cellSize = int(unsafe.Sizeof(table.Cell{}))
 
 // keepRow copies a row's cells (the scanner reuses them) to series i.
 func (rs *rangeScan) keepRow(i int, row table.Row) {
-	if cap(rs.cellBuf)-len(rs.cellBuf) < len(row.Cells) {
-		// A new slab, the old one staying with the rows cut from it.
-		rs.cellBuf = make([]table.Cell, 0, max(2*cap(rs.cellBuf), 4*len(row.Cells)))
+	if rs.arena == nil {
+		rs.arena = newArena()
 	}
-	start := len(rs.cellBuf)
-	for _, c := range row.Cells {
-		rs.cellBuf = append(rs.cellBuf, table.Cell{
+	cells := rs.arena.cells(len(row.Cells))
+	for j, c := range row.Cells {
+		cells[j] = table.Cell{
 			Family: c.Family, Qualifier: rs.arena.copy(c.Qualifier),
 			Timestamp: c.Timestamp, Value: rs.arena.copy(c.Value),
-		})
+		}
 	}
 	k, _ := rs.s.layout.Parse(row.Key)
 	sr := &rs.out[i]
-	sr.rows = append(sr.rows, hourRow{hour: k.BaseHour, cells: rs.cellBuf[start:len(rs.cellBuf):len(rs.cellBuf)]})
+	sr.rows = append(sr.rows, hourRow{hour: k.BaseHour, cells: cells})
+	sr.mem = rs.arena
 }
 
 // dropRows gives up prefetching in this range: its series are read in
@@ -278,7 +394,10 @@ func (rs *rangeScan) keepRow(i int, row table.Row) {
 func (rs *rangeScan) dropRows() {
 	rs.budget = 0
 	for i := range rs.out {
-		rs.out[i].rows, rs.out[i].prefetched = nil, false
+		rs.out[i].rows, rs.out[i].prefetched, rs.out[i].mem = nil, false, nil
 	}
-	rs.arena, rs.cellBuf, rs.kept = arena{}, nil, 0
+	if rs.arena != nil {
+		rs.arena.release()
+	}
+	rs.arena, rs.kept = nil, 0
 }

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync"
+	"unsafe"
 
 	"github.com/prom-hbase/prom-hbase/rowkey"
 )
@@ -15,7 +17,7 @@ func (s *Store) Select(ctx context.Context, q Query) SeriesSet {
 	if err != nil {
 		return &errSeriesSet{err: err}
 	}
-	return &seriesSet{c: c}
+	return &seriesSet{c: c, bufs: getSetBuffers()}
 }
 
 // SelectChunks is Select with each series' samples as Prometheus chunks:
@@ -27,49 +29,88 @@ func (s *Store) SelectChunks(ctx context.Context, q Query) ChunkSeriesSet {
 	if err != nil {
 		return &errChunkSeriesSet{errSeriesSet{err: err}}
 	}
-	return &chunkSeriesSet{c: c}
+	return &chunkSeriesSet{c: c, bufs: getSetBuffers()}
+}
+
+// setBuffers are what a series set decodes and builds into: a query's
+// worth of them (some 10 KB on a read of 25 series over 2 hours) was
+// allocated anew per query, one of the larger shares of a streamed read's
+// garbage (BENCHMARKS.md, "Streamed read: the answer's length, and the
+// garbage collector"). A set takes them from a pool and gives them back
+// on Close, after which nothing it returned is used (the sets' contract).
+type setBuffers struct {
+	dec     rowDecoder
+	b       chunkBuilder
+	samples []Sample
+	hists   []HistogramSample
+}
+
+var setBufferPool = sync.Pool{New: func() any { return new(setBuffers) }}
+
+func getSetBuffers() *setBuffers { return setBufferPool.Get().(*setBuffers) }
+
+// maxPooledBytes bounds the buffers a query gives back to a pool: a
+// query that grew them past it (a long series read as samples, a large
+// prefetch) leaves them to the collector rather than to the next query.
+const maxPooledBytes = 1 << 20
+
+// putSetBuffers empties bufs, dropping every reference into rows and
+// chunks so that the pool keeps no HBase answer or store block alive, and
+// gives them back unless they grew past maxPooledBytes.
+func putSetBuffers(bufs *setBuffers) {
+	const sampleSize = int(unsafe.Sizeof(Sample{}))
+	if (cap(bufs.samples)+cap(bufs.dec.raw)+cap(bufs.dec.loose)+cap(bufs.b.pending))*sampleSize+cap(bufs.b.arena) > maxPooledBytes {
+		return
+	}
+	bufs.dec.release()
+	bufs.b.release()
+	bufs.samples = bufs.samples[:0]
+	clear(bufs.hists[:cap(bufs.hists)])
+	bufs.hists = bufs.hists[:0]
+	setBufferPool.Put(bufs)
 }
 
 // seriesSet decodes each series' rows into samples.
 type seriesSet struct {
-	c       *cursor
-	dec     rowDecoder
-	samples []Sample
-	hists   []HistogramSample
-	cur     Series
-	err     error
+	c    *cursor
+	bufs *setBuffers // nil once closed
+	cur  Series
+	err  error
 }
 
 func (ss *seriesSet) Next() bool {
-	c := ss.c
+	c, b := ss.c, ss.bufs
+	if b == nil {
+		return false
+	}
 	for ss.err == nil && c.nextSeries() {
 		sr := c.at()
 		if c.q.SeriesOnly {
 			ss.cur = Series{Labels: sr.lset}
 			return true
 		}
-		ss.samples = ss.samples[:0]
-		clear(ss.hists)
-		ss.hists = ss.hists[:0]
+		b.samples = b.samples[:0]
+		clear(b.hists)
+		b.hists = b.hists[:0]
 		for {
 			hour, cells, ok := c.nextRow()
 			if !ok {
 				break
 			}
-			if err := ss.dec.decode(rowkey.HourMillis(hour), cells, c.q.Start, c.q.End, false); err != nil {
+			if err := b.dec.decode(rowkey.HourMillis(hour), cells, c.q.Start, c.q.End, false); err != nil {
 				ss.err = fmt.Errorf("row of series %s at hour %d: %w", sr.lset, hour, err)
 				return false
 			}
-			ss.samples = append(ss.samples, ss.dec.loose...)
-			ss.hists = append(ss.hists, ss.dec.looseH...)
+			b.samples = append(b.samples, b.dec.loose...)
+			b.hists = append(b.hists, b.dec.looseH...)
 		}
-		if len(ss.samples) > 0 || len(ss.hists) > 0 {
+		if len(b.samples) > 0 || len(b.hists) > 0 {
 			ss.cur = Series{Labels: sr.lset}
-			if len(ss.samples) > 0 {
-				ss.cur.Samples = ss.samples[:len(ss.samples):len(ss.samples)]
+			if len(b.samples) > 0 {
+				ss.cur.Samples = b.samples[:len(b.samples):len(b.samples)]
 			}
-			if len(ss.hists) > 0 {
-				ss.cur.Histograms = ss.hists[:len(ss.hists):len(ss.hists)]
+			if len(b.hists) > 0 {
+				ss.cur.Histograms = b.hists[:len(b.hists):len(b.hists)]
 			}
 			return true
 		}
@@ -88,42 +129,48 @@ func (ss *seriesSet) Err() error {
 
 func (ss *seriesSet) Close() {
 	ss.c.close()
-	ss.samples, ss.hists = nil, nil
+	ss.cur = Series{}
+	if ss.bufs != nil {
+		putSetBuffers(ss.bufs)
+		ss.bufs = nil
+	}
 }
 
 // chunkSeriesSet assembles each series' rows into chunks.
 type chunkSeriesSet struct {
-	c   *cursor
-	dec rowDecoder
-	b   chunkBuilder
-	cur ChunkSeries
-	err error
+	c    *cursor
+	bufs *setBuffers // nil once closed
+	cur  ChunkSeries
+	err  error
 }
 
 func (cs *chunkSeriesSet) Next() bool {
-	c := cs.c
+	c, bufs := cs.c, cs.bufs
+	if bufs == nil {
+		return false
+	}
 	for cs.err == nil && c.nextSeries() {
 		sr := c.at()
 		if c.q.SeriesOnly {
 			cs.cur = ChunkSeries{Labels: sr.lset}
 			return true
 		}
-		cs.b.reset()
+		bufs.b.reset()
 		for {
 			hour, cells, ok := c.nextRow()
 			if !ok {
 				break
 			}
-			err := cs.dec.decode(rowkey.HourMillis(hour), cells, c.q.Start, c.q.End, true)
+			err := bufs.dec.decode(rowkey.HourMillis(hour), cells, c.q.Start, c.q.End, true)
 			if err == nil {
-				err = cs.b.addRow(&cs.dec)
+				err = bufs.b.addRow(&bufs.dec)
 			}
 			if err != nil {
 				cs.err = fmt.Errorf("row of series %s at hour %d: %w", sr.lset, hour, err)
 				return false
 			}
 		}
-		chunks, err := cs.b.finish()
+		chunks, err := bufs.b.finish()
 		if err != nil {
 			cs.err = fmt.Errorf("series %s: %w", sr.lset, err)
 			return false
@@ -147,7 +194,11 @@ func (cs *chunkSeriesSet) Err() error {
 
 func (cs *chunkSeriesSet) Close() {
 	cs.c.close()
-	cs.b = chunkBuilder{}
+	cs.cur = ChunkSeries{}
+	if cs.bufs != nil {
+		putSetBuffers(cs.bufs)
+		cs.bufs = nil
+	}
 }
 
 // errSeriesSet is a query that failed before its first series.

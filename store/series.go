@@ -28,6 +28,9 @@ type seriesRef struct {
 	// are these, by hour; phase two does not ask for them.
 	prefetched bool
 	rows       []hourRow
+	// mem is the arena the rows are in, given back once the series' group
+	// is read (releaseRows).
+	mem *arena
 }
 
 // findSeries runs phase one for one group of metrics (DESIGN.md section 4,
