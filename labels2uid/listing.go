@@ -90,6 +90,10 @@ func (r *Resolver) List(ctx context.Context, kind Kind) ([]string, []uint64, err
 	return names, uids, nil
 }
 
+// namesOfBatch bounds the keys of one Get of NamesOf, whose callers may
+// list every UID up to a counter.
+const namesOfBatch = 1024
+
 // NamesOf returns the strings of those uids of kind that have a reverse
 // mapping. Unlike Names, a UID without one is left out, not an error: it is
 // for callers that look at UIDs up to a counter (Counters), some of which
@@ -104,7 +108,7 @@ func (r *Resolver) NamesOf(ctx context.Context, kind Kind, uids []uint64) (map[u
 			miss = append(miss, uid)
 		}
 	}
-	err := r.readNames(ctx, kind, miss, func(j int, name string, ok bool) error {
+	err := r.readNames(ctx, kind, miss, namesOfBatch, func(j int, name string, ok bool) error {
 		if ok {
 			out[miss[j]] = name
 		}

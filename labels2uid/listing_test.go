@@ -59,16 +59,16 @@ func TestListing(t *testing.T) {
 	})
 }
 
-// TestReadNamesBatches: Names and NamesOf of more UIDs than one Get reads,
-// on a cold reverse cache, get every name in order across the batches; a
-// UID without a mapping in a later batch fails Names and is left out of
-// NamesOf.
+// TestReadNamesBatches: Names (one Get) and NamesOf (batches) of more UIDs
+// than one of NamesOf's Gets reads, on a cold reverse cache, get every name
+// in order; a UID without a mapping after the first batch fails Names and
+// is left out of NamesOf.
 func TestReadNamesBatches(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
 		ctx := context.Background()
 		tbl := uidTable(t, db, prefix+"readnames")
 		writer := newResolver(t, tbl, Config{})
-		n := readNamesBatch + readNamesBatch/2
+		n := namesOfBatch + namesOfBatch/2
 		var b Batch
 		for i := range n {
 			b.Add(TagV, fmt.Sprintf("value-%05d", i))

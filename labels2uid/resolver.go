@@ -324,7 +324,9 @@ func (r *Resolver) Names(ctx context.Context, kind Kind, uids []uint64, dst []st
 			miss = append(miss, uid)
 		}
 	}
-	err := r.readNames(ctx, kind, miss, func(j int, name string, ok bool) error {
+	// One Get for them all: the client splits it into Multis by region
+	// server and sends those at once, where batches would go one by one.
+	err := r.readNames(ctx, kind, miss, len(miss), func(j int, name string, ok bool) error {
 		if !ok {
 			return fmt.Errorf("%s UID %d has no name in the UID table", kind, miss[j])
 		}
@@ -334,18 +336,16 @@ func (r *Resolver) Names(ctx context.Context, kind Kind, uids []uint64, dst []st
 	return dst, err
 }
 
-// readNamesBatch bounds the keys of one Get of readNames.
-const readNamesBatch = 1024
-
 // readNames reads the reverse mappings of uids of kind, which the reverse
-// cache missed, at most readNamesBatch a Get, and caches those it finds. It
+// cache missed, at most batch (>= 1) a Get, and caches those it finds. It
 // calls found for each UID in order, with its index in uids and whether it
 // has a mapping, and stops at found's first error: what a missing mapping
 // means is the caller's to say.
-func (r *Resolver) readNames(ctx context.Context, kind Kind, uids []uint64, found func(j int, name string, ok bool) error) error {
-	keys := make([][]byte, 0, min(readNamesBatch, len(uids)))
+func (r *Resolver) readNames(ctx context.Context, kind Kind, uids []uint64, batch int, found func(j int, name string, ok bool) error) error {
+	batch = max(batch, 1)
+	keys := make([][]byte, 0, min(batch, len(uids)))
 	for done := 0; done < len(uids); {
-		n := min(readNamesBatch, len(uids)-done)
+		n := min(batch, len(uids)-done)
 		keys = keys[:0]
 		for _, uid := range uids[done : done+n] {
 			keys = append(keys, AppendUID(nil, uid, r.widths[kind]))
