@@ -8,8 +8,10 @@
 #
 # HBase: when HBASE_RUN_DIR names a running scripts/hbase.sh HBase, that one
 # is used (its pid gives the CPU time, its root directory the HFile bytes);
-# otherwise a fresh one is started in a temporary directory and stopped at the
-# end. Every run uses tables of its own (prefix bench<random>-), dropped at
+# otherwise a fresh one is started in a temporary directory with a heap of
+# HBASE_HEAP (2g unless set: at scripts/hbase.sh's 1g, OpenTSDB's ingest at
+# 200 a request kept HBase's memstore above its high-water mark and once ended
+# in OutOfMemoryError) and stopped at the end. Every run uses tables of its own (prefix bench<random>-), dropped at
 # the end from an HBase it did not start.
 #
 # Steps (cmd/benchtool takes each figure):
@@ -146,7 +148,7 @@ hb=${HBASE_RUN_DIR:-}
 if [[ -z $hb ]] || ! HBASE_RUN_DIR=$hb scripts/hbase.sh status > /dev/null 2>&1; then
   hb=$tmp/hbase
   own_hbase=$hb
-  HBASE_RUN_DIR=$hb scripts/hbase.sh start
+  HBASE_RUN_DIR=$hb HBASE_HEAP=${HBASE_HEAP:-2g} scripts/hbase.sh start
 fi
 export $(HBASE_RUN_DIR=$hb scripts/hbase.sh env)
 hbase_pid=$(cat "$hb/hbase.pid")

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"unsafe"
@@ -100,46 +101,44 @@ func (a *arena) bytes() int {
 	return n
 }
 
-// copy returns a copy of b in the arena. A block without room for b is
-// left as it is for the next one (or a new one).
+// copy returns a copy of b in the arena.
 func (a *arena) copy(b []byte) []byte {
 	if len(b) == 0 {
 		return nil
 	}
-	for a.block < len(a.blocks) && cap(a.blocks[a.block])-len(a.blocks[a.block]) < len(b) {
-		a.block++
-	}
-	if a.block == len(a.blocks) {
-		size := arenaFirstBlock
-		if n := len(a.blocks); n > 0 {
-			size = min(2*cap(a.blocks[n-1]), arenaMaxBlock)
-		}
-		a.blocks = append(a.blocks, make([]byte, 0, max(size, len(b))))
-	}
-	blk := a.blocks[a.block]
-	off := len(blk)
-	blk = append(blk, b...)
-	a.blocks[a.block] = blk
-	return blk[off:len(blk):len(blk)]
+	dst := take(&a.blocks, &a.block, len(b), arenaFirstBlock, arenaMaxBlock, len(b))
+	copy(dst, b)
+	return dst
 }
 
-// cells returns n zeroed Cells of the arena, for one row.
+// cells returns n zeroed Cells of the arena, for one row (slabs are
+// cleared on release).
 func (a *arena) cells(n int) []table.Cell {
-	for a.slab < len(a.slabs) && cap(a.slabs[a.slab])-len(a.slabs[a.slab]) < n {
-		a.slab++
+	return take(&a.slabs, &a.slab, n, arenaFirstSlab, math.MaxInt, 4*n)
+}
+
+// take cuts n elements from the buffer bufs[*cur] or, where it lacks room,
+// from a later one, appending a new buffer when none has room: twice the
+// last one's capacity (first for the first), at most limit, at least least.
+// A buffer without room is left as it is, so that what was cut from it
+// earlier never moves; the pooled arena fills its buffers again from the
+// first.
+func take[T any](bufs *[][]T, cur *int, n, first, limit, least int) []T {
+	for *cur < len(*bufs) && cap((*bufs)[*cur])-len((*bufs)[*cur]) < n {
+		*cur++
 	}
-	if a.slab == len(a.slabs) {
-		size := arenaFirstSlab
-		if k := len(a.slabs); k > 0 {
-			size = 2 * cap(a.slabs[k-1])
+	if *cur == len(*bufs) {
+		size := first
+		if k := len(*bufs); k > 0 {
+			size = min(2*cap((*bufs)[k-1]), limit)
 		}
-		a.slabs = append(a.slabs, make([]table.Cell, 0, max(size, 4*n)))
+		*bufs = append(*bufs, make([]T, 0, max(size, least)))
 	}
-	slab := a.slabs[a.slab]
-	start := len(slab)
-	slab = slab[:start+n]
-	a.slabs[a.slab] = slab
-	return slab[start : start+n : start+n]
+	buf := (*bufs)[*cur]
+	start := len(buf)
+	buf = buf[:start+n]
+	(*bufs)[*cur] = buf
+	return buf[start : start+n : start+n]
 }
 
 // releaseRows gives back the arenas that the kept rows of series are in,

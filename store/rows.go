@@ -31,16 +31,15 @@ type rowDecoder struct {
 	looseH []HistogramSample
 }
 
-// release empties the decoder for another query, dropping its references
-// into the rows it decoded (chunks' bytes are the rows').
+// release drops the decoder's references into the rows it decoded (chunks'
+// bytes are the rows'), up to its buffers' capacity, before it goes back to
+// the pool; the buffers' lengths are decode's to reset.
 func (d *rowDecoder) release() {
 	clear(d.chunks[:cap(d.chunks)])
 	clear(d.pass[:cap(d.pass)])
 	clear(d.looseH[:cap(d.looseH)])
 	clear(d.rawP[:cap(d.rawP)])
 	clear(d.points[:cap(d.points)])
-	d.raw, d.chunks, d.pass, d.loose = d.raw[:0], d.chunks[:0], d.pass[:0], d.loose[:0]
-	d.rawP, d.points, d.looseH, d.hist = d.rawP[:0], d.points[:0], d.looseH[:0], false
 }
 
 // decode splits row, whose hour starts at hourMillis, for the range
