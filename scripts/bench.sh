@@ -9,10 +9,11 @@
 # HBase: when HBASE_RUN_DIR names a running scripts/hbase.sh HBase, that one
 # is used (its pid gives the CPU time, its root directory the HFile bytes);
 # otherwise a fresh one is started in a temporary directory with a heap of
-# HBASE_HEAP (2g unless set: at scripts/hbase.sh's 1g, OpenTSDB's ingest at
-# 200 a request kept HBase's memstore above its high-water mark and once ended
-# in OutOfMemoryError) and stopped at the end. Every run uses tables of its own (prefix bench<random>-), dropped at
-# the end from an HBase it did not start.
+# HBASE_HEAP (2g unless set: at scripts/hbase.sh's 1g, a whole run's tables
+# and OpenTSDB's ingest at 200 a request kept HBase's memstore above its
+# high-water mark and once ended in OutOfMemoryError) and stopped at the end.
+# Every run uses tables of its own (prefix bench<random>-), dropped at the end
+# from an HBase it did not start.
 #
 # Steps (cmd/benchtool takes each figure):
 #   cold    a fresh adapter and a fresh TSD: one request of COLD_SERIES new
