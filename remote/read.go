@@ -418,9 +418,9 @@ func (h *readHandler) streamed(ctx context.Context, w http.ResponseWriter, queri
 	for i, q := range queries {
 		var err error
 		if cq != nil {
-			err = h.streamChunks(ctx, sw, cq, int64(i), q)
+			err = streamSet(ctx, h, cq.SelectChunks(ctx, q), int64(i), sw.writeChunkSeries)
 		} else {
-			err = h.streamSamples(ctx, sw, int64(i), q)
+			err = streamSet(ctx, h, h.q.Select(ctx, q), int64(i), sw.writeSeries)
 		}
 		if err != nil {
 			h.abortStream(w, sw, err)
@@ -432,30 +432,21 @@ func (h *readHandler) streamed(ctx context.Context, w http.ResponseWriter, queri
 	}
 }
 
-// streamChunks sends the series of one query from a ChunkQuerier.
-func (h *readHandler) streamChunks(ctx context.Context, sw *streamWriter, cq store.ChunkQuerier, i int64, q store.Query) error {
-	ss := cq.SelectChunks(ctx, q)
-	defer ss.Close()
-	for ss.Next() {
-		floats, histograms, err := sw.writeChunkSeries(i, ss.At())
-		h.m.samplesRead.Add(float64(floats))
-		h.m.histogramsRead.Add(float64(histograms))
-		if err != nil {
-			return err
-		}
-	}
-	if err := ss.Err(); err != nil {
-		return selectErr(ctx, int(i), err)
-	}
-	return nil
+// seriesSet is store.SeriesSet or store.ChunkSeriesSet: a query's series,
+// as samples or as chunks.
+type seriesSet[S any] interface {
+	Next() bool
+	At() S
+	Err() error
+	Close()
 }
 
-// streamSamples sends the series of one query from a plain Querier.
-func (h *readHandler) streamSamples(ctx context.Context, sw *streamWriter, i int64, q store.Query) error {
-	ss := h.q.Select(ctx, q)
+// streamSet sends the series of query i with write (the stream writer's
+// method for samples or for chunks) and closes ss.
+func streamSet[S any](ctx context.Context, h *readHandler, ss seriesSet[S], i int64, write func(int64, S) (floats, histograms int, err error)) error {
 	defer ss.Close()
 	for ss.Next() {
-		floats, histograms, err := sw.writeSeries(i, ss.At())
+		floats, histograms, err := write(i, ss.At())
 		h.m.samplesRead.Add(float64(floats))
 		h.m.histogramsRead.Add(float64(histograms))
 		if err != nil {
