@@ -138,6 +138,8 @@ jvm_flags=(
 
 # shellcheck source=scripts/ports.sh
 source "$repo/scripts/ports.sh"
+# shellcheck source=scripts/stop.sh
+source "$repo/scripts/stop.sh"
 
 running_pid() {
   [[ -f $run/hbase.pid ]] || return 1
@@ -158,16 +160,7 @@ do_stop() {
     return 0
   fi
   log "stopping pid $pid"
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 60); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.5
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    log "still running after 30s; killing"
-    kill -KILL "$pid" 2>/dev/null || true
-    sleep 1
-  fi
+  stop_pid "$pid" 30
   rm -f "$run/hbase.pid" "$run/hbase.env"
 }
 

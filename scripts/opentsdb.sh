@@ -94,6 +94,8 @@ running_pid() {
 
 # shellcheck source=scripts/ports.sh
 source "$repo/scripts/ports.sh"
+# shellcheck source=scripts/stop.sh
+source "$repo/scripts/stop.sh"
 
 write_config() {
   local port=$1
@@ -193,15 +195,7 @@ do_stop() {
     return 0
   fi
   log "stopping pid $pid (it flushes its compaction queue first)"
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 600); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.2
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    log "still running after 120s; killing"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
+  stop_pid "$pid" 120
   rm -f "$run/tsd.pid" "$run/opentsdb.env"
 }
 
