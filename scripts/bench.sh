@@ -302,7 +302,12 @@ bench_ingest() {
   # INGEST_REPS runs of each system, taking turns to go first: HBase's state
   # moves while it ingests (its compiler, its memstores, their flushes), and a
   # system that always went second would always meet the state the other left
-  # behind. The report takes the median of each.
+  # behind. The report takes the median of each. After its clock stops, each
+  # run waits for HBase to settle (`ingest -settle`: no region of the
+  # system's table compacting, HBase's process idle) and reports the CPU of
+  # that wait: the flushes and compactions the run left behind are its cost,
+  # counted beside the figure, where they would otherwise fall into the runs
+  # that follow it.
   # A shape is samples per request x requests in flight x data set. The
   # loader's shards split the series between them as Prometheus's do, so with
   # DS_SERIES series a request of 2,000 carries 8 samples of each of its
@@ -319,8 +324,8 @@ bench_ingest() {
       order=(adapter opentsdb)
       ((rep % 2 == 0)) && order=(opentsdb adapter)
       for t in "${order[@]}"; do
-        who=(-target "adapter=$adapter_url" -pid "adapter=$adapter_pid")
-        [[ $t == opentsdb ]] && who=(-target "opentsdb=$tsd_url" -pid "tsd=$tsd_pid")
+        who=(-target "adapter=$adapter_url" -pid "adapter=$adapter_pid" -settle "${prefix}ds-prom-data")
+        [[ $t == opentsdb ]] && who=(-target "opentsdb=$tsd_url" -pid "tsd=$tsd_pid" -settle "${prefix}ds-tsdb")
         rec "ingest rep=$rep" "$bt" ingest "${who[@]}" -pid "hbase=$hbase_pid" -run "$set" -series "$n" -start "$ingest_start" \
           -step "$step_ms" -rounds "$r" -skip-rounds "${skip[$set]}" -samples-per-request "$per" -concurrency "$conc"
         skip[$set]=$((skip[$set] + r))

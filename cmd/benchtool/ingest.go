@@ -112,6 +112,10 @@ func runIngest(args []string) error {
 	fs.Var(&m.pids, "pid", "name=PID of a process whose CPU time to report (repeatable)")
 	tgt := fs.String("target", "", "adapter=URL | prometheus=URL | opentsdb=URL")
 	rw2 := fs.Bool("rw2", false, "send remote write 2.0 (io.prometheus.write.v2.Request) to an adapter or Prometheus, not 1.0")
+	settleTables := fs.String("settle", "", "after the clock stops, wait until no region of these HBase tables (comma-separated) compacts and the process named hbase idles, and report the CPU spent until then")
+	sc := settleConfig{quiet: 3, idleCPU: 0.1}
+	fs.StringVar(&sc.zk, "zk", os.Getenv("PROMHBASE_TEST_ZK"), "ZooKeeper quorum of the HBase (with -settle)")
+	fs.DurationVar(&sc.timeout, "settle-timeout", 10*time.Minute, "longest wait of -settle")
 	_ = fs.Parse(args)
 	t, err := parseTarget(*tgt)
 	if err != nil {
@@ -148,9 +152,23 @@ func runIngest(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("target=%s samples=%d series=%d strings=%d samples_per_request=%d concurrency=%d answered=%.3fs elapsed=%.3fs samples_per_sec=%.0f%s\n",
+	after := ""
+	if *settleTables != "" {
+		sc.tables = strings.Split(*settleTables, ",")
+		for _, p := range m.pids {
+			if p.name == "hbase" {
+				sc.hbasePID = p.pid
+			}
+		}
+		s, err := settle(ctx, sc, &m)
+		if err != nil {
+			return fmt.Errorf("settle: %w", err)
+		}
+		after = formatSettled(s, float64(total)/1e6, "million")
+	}
+	fmt.Printf("target=%s samples=%d series=%d strings=%d samples_per_request=%d concurrency=%d answered=%.3fs elapsed=%.3fs samples_per_sec=%.0f%s%s\n",
 		t.kind, total, d.series, distinctStrings(set), d.perRequest, d.conc, answered.Seconds(), elapsed.Seconds(), float64(total)/elapsed.Seconds(),
-		formatCPU(cpu, float64(total)/1e6, "million"))
+		formatCPU(cpu, float64(total)/1e6, "million"), after)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -285,6 +286,41 @@ func reportIngest(rs records) {
 			fig(ac, 1), fig(oc, 1), ratio(ac, oc), ratioRange(a, o, "cpu_s_total_per_million"))
 	}
 	fmt.Println()
+	reportSettled(rs)
+}
+
+// reportSettled is the ingest runs' HBase work after the clock (ingest
+// -settle), where the runs carry it: what each system's writes left HBase
+// to flush and compact, and the CPU per sample with it counted.
+func reportSettled(rs records) {
+	if len(rs.findAll("step", "ingest")) == 0 || rs.findAll("step", "ingest")[0]["settle_s"] == "" {
+		return
+	}
+	fmt.Println("The same runs after the clock: each waited until HBase had no compaction of the system's table running or queued and its process idled (3 s in a row), and the CPU of that wait is the flushes and compactions the run left behind, counted here and not in the next run (medians; the range of the runs' ratios in brackets):")
+	fmt.Println()
+	fmt.Println("| samples/request | in flight | series | adapter: s to settle | OpenTSDB: s to settle | adapter: HBase CPU-s per M after the clock | OpenTSDB: HBase CPU-s per M after the clock | adapter+HBase CPU-s per M, both | TSD+HBase CPU-s per M, both | adapter / OpenTSDB |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	for _, sh := range ingestShapes(rs) {
+		a, o := withSettled(sh.runs(rs, "adapter")), withSettled(sh.runs(rs, "opentsdb"))
+		ac, oc := median(a, "cpu_with_settle_per_million"), median(o, "cpu_with_settle_per_million")
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n", sh.per, sh.conc, sh.series,
+			fig(median(a, "settle_s"), 1), fig(median(o, "settle_s"), 1),
+			fig(median(a, "settle_cpu_s_hbase_per_million"), 1), fig(median(o, "settle_cpu_s_hbase_per_million"), 1),
+			fig(ac, 1), fig(oc, 1), ratio(ac, oc), ratioRange(a, o, "cpu_with_settle_per_million"))
+	}
+	fmt.Println()
+}
+
+// withSettled copies rs with each run's CPU per sample in the clock's window
+// and after it summed under cpu_with_settle_per_million.
+func withSettled(rs records) records {
+	out := make(records, len(rs))
+	for i, r := range rs {
+		c := maps.Clone(r)
+		c["cpu_with_settle_per_million"] = strconv.FormatFloat(r.num("cpu_s_total_per_million")+r.num("settle_cpu_s_total_per_million"), 'f', -1, 64)
+		out[i] = c
+	}
+	return out
 }
 
 // ingestShape is what an ingest run sent: samples per request, requests in

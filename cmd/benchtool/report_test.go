@@ -71,6 +71,35 @@ step=ingest rep=1 target=adapter samples_per_request=2000 concurrency=4 series=1
 	wantRowsInOrder(t, out, rows)
 }
 
+// TestIngestSettled: runs that settled after the clock get a second table,
+// each system's CPU per sample with its settling counted; runs without it
+// (reports before -settle) get none.
+func TestIngestSettled(t *testing.T) {
+	in := `step=ingest rep=1 target=adapter samples_per_request=200 concurrency=4 series=1000 samples_per_sec=60000 cpu_s_total_per_million=5 settle_s=9.0 settle_cpu_s_hbase_per_million=3 settle_cpu_s_total_per_million=3.5
+step=ingest rep=1 target=opentsdb samples_per_request=200 concurrency=4 series=1000 samples_per_sec=30000 cpu_s_total_per_million=12 settle_s=3.0 settle_cpu_s_hbase_per_million=1 settle_cpu_s_total_per_million=1
+step=ingest rep=2 target=opentsdb samples_per_request=200 concurrency=4 series=1000 samples_per_sec=30000 cpu_s_total_per_million=10 settle_s=4.0 settle_cpu_s_hbase_per_million=2 settle_cpu_s_total_per_million=2
+step=ingest rep=2 target=adapter samples_per_request=200 concurrency=4 series=1000 samples_per_sec=60000 cpu_s_total_per_million=6 settle_s=2.0 settle_cpu_s_hbase_per_million=0 settle_cpu_s_total_per_million=0
+`
+	rs, err := parseRecords(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := captureStdout(t, func() { reportIngest(rs) })
+	// The adapter's runs: 8.5 and 6 CPU-s per M with their settling, median
+	// 7.25; OpenTSDB's 13 and 12, median 12.5; the pairs 8.5/13 and 6/12.
+	wantRowsInOrder(t, out, []string{
+		"| 200 | 4 | 1000 | 1 | 2 |",
+		"| 200 | 4 | 1000 | 5.5 | 3.5 | 1.5 | 1.5 | 7.2 | 12.5 | 0.58 (0.50-0.65) |",
+	})
+	rs, err = parseRecords(strings.NewReader(strings.ReplaceAll(in, "settle_", "x_")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := captureStdout(t, func() { reportIngest(rs) }); strings.Contains(out, "after the clock") {
+		t.Errorf("a report of runs without settling has the settled table:\n%s", out)
+	}
+}
+
 // wantRowsInOrder fails t unless out holds every row, in the order given.
 func wantRowsInOrder(t *testing.T, out string, rows []string) {
 	t.Helper()
