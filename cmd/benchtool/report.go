@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"os"
 	"slices"
@@ -291,36 +290,59 @@ func reportIngest(rs records) {
 
 // reportSettled is the ingest runs' HBase work after the clock (ingest
 // -settle), where the runs carry it: what each system's writes left HBase
-// to flush and compact, and the CPU per sample with it counted.
+// to flush and compact, and the CPU per sample with it counted. That work
+// comes in lumps (a compaction rewrites a whole store; a table's first
+// split rewrites it all again), so the CPU is summed over the runs, not a
+// median: a median would drop the lump of whichever run it fell after.
 func reportSettled(rs records) {
 	if len(rs.findAll("step", "ingest")) == 0 || rs.findAll("step", "ingest")[0]["settle_s"] == "" {
 		return
 	}
-	fmt.Println("The same runs after the clock: each waited until HBase had no compaction of the system's table running or queued and its process idled (3 s in a row), and the CPU of that wait is the flushes and compactions the run left behind, counted here and not in the next run (medians; the range of the runs' ratios in brackets):")
+	fmt.Println("The same runs after the clock: each waited until HBase had no compaction of the system's table running or queued and its process idled (3 s in a row); the CPU of that wait is the flushes and compactions the run left behind, counted here and not in the next run. CPU per sample over all the runs of a row together (CPU-seconds summed over samples summed), the last row over every run of the step:")
 	fmt.Println()
-	fmt.Println("| samples/request | in flight | series | adapter: s to settle | OpenTSDB: s to settle | adapter: HBase CPU-s per M after the clock | OpenTSDB: HBase CPU-s per M after the clock | adapter+HBase CPU-s per M, both | TSD+HBase CPU-s per M, both | adapter / OpenTSDB |")
+	fmt.Println("| samples/request | in flight | series | adapter: s to settle, each run | OpenTSDB: s to settle, each run | adapter: HBase CPU-s per M after the clock | OpenTSDB: HBase CPU-s per M after the clock | adapter+HBase CPU-s per M, both | TSD+HBase CPU-s per M, both | adapter / OpenTSDB |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
-	for _, sh := range ingestShapes(rs) {
-		a, o := withSettled(sh.runs(rs, "adapter")), withSettled(sh.runs(rs, "opentsdb"))
-		ac, oc := median(a, "cpu_with_settle_per_million"), median(o, "cpu_with_settle_per_million")
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n", sh.per, sh.conc, sh.series,
-			fig(median(a, "settle_s"), 1), fig(median(o, "settle_s"), 1),
-			fig(median(a, "settle_cpu_s_hbase_per_million"), 1), fig(median(o, "settle_cpu_s_hbase_per_million"), 1),
-			fig(ac, 1), fig(oc, 1), ratio(ac, oc), ratioRange(a, o, "cpu_with_settle_per_million"))
+	var allA, allO records
+	row := func(per, conc, series string, a, o records) {
+		ac, oc := settledTotal(a, "cpu_s_total", "settle_cpu_s_total"), settledTotal(o, "cpu_s_total", "settle_cpu_s_total")
+		fmt.Printf("| %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %s |\n", per, conc, series,
+			settleTimes(a), settleTimes(o), settledTotal(a, "settle_cpu_s_hbase"), settledTotal(o, "settle_cpu_s_hbase"), ac, oc, ratio(ac, oc))
 	}
+	for _, sh := range ingestShapes(rs) {
+		a, o := sh.runs(rs, "adapter"), sh.runs(rs, "opentsdb")
+		allA, allO = append(allA, a...), append(allO, o...)
+		row(sh.per, sh.conc, sh.series, a, o)
+	}
+	row("all", "", "", allA, allO)
 	fmt.Println()
 }
 
-// withSettled copies rs with each run's CPU per sample in the clock's window
-// and after it summed under cpu_with_settle_per_million.
-func withSettled(rs records) records {
-	out := make(records, len(rs))
-	for i, r := range rs {
-		c := maps.Clone(r)
-		c["cpu_with_settle_per_million"] = strconv.FormatFloat(r.num("cpu_s_total_per_million")+r.num("settle_cpu_s_total_per_million"), 'f', -1, 64)
-		out[i] = c
+// settledTotal is the CPU-seconds of keys summed over rs, per million of
+// their samples summed.
+func settledTotal(rs records, keys ...string) float64 {
+	var cpu, samples float64
+	for _, r := range rs {
+		for _, k := range keys {
+			cpu += r.num(k)
+		}
+		samples += r.num("samples")
 	}
-	return out
+	if samples == 0 {
+		return 0
+	}
+	return cpu / samples * 1e6
+}
+
+// settleTimes lists the runs' seconds to settle, in the order they ran.
+func settleTimes(rs records) string {
+	var b strings.Builder
+	for i, r := range rs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.FormatFloat(r.num("settle_s"), 'f', 0, 64))
+	}
+	return b.String()
 }
 
 // ingestShape is what an ingest run sent: samples per request, requests in

@@ -72,24 +72,29 @@ step=ingest rep=1 target=adapter samples_per_request=2000 concurrency=4 series=1
 }
 
 // TestIngestSettled: runs that settled after the clock get a second table,
-// each system's CPU per sample with its settling counted; runs without it
-// (reports before -settle) get none.
+// each system's CPU per sample with its settling counted, summed over the
+// runs of a shape and over the step; runs without it (reports before
+// -settle) get none.
 func TestIngestSettled(t *testing.T) {
-	in := `step=ingest rep=1 target=adapter samples_per_request=200 concurrency=4 series=1000 samples_per_sec=60000 cpu_s_total_per_million=5 settle_s=9.0 settle_cpu_s_hbase_per_million=3 settle_cpu_s_total_per_million=3.5
-step=ingest rep=1 target=opentsdb samples_per_request=200 concurrency=4 series=1000 samples_per_sec=30000 cpu_s_total_per_million=12 settle_s=3.0 settle_cpu_s_hbase_per_million=1 settle_cpu_s_total_per_million=1
-step=ingest rep=2 target=opentsdb samples_per_request=200 concurrency=4 series=1000 samples_per_sec=30000 cpu_s_total_per_million=10 settle_s=4.0 settle_cpu_s_hbase_per_million=2 settle_cpu_s_total_per_million=2
-step=ingest rep=2 target=adapter samples_per_request=200 concurrency=4 series=1000 samples_per_sec=60000 cpu_s_total_per_million=6 settle_s=2.0 settle_cpu_s_hbase_per_million=0 settle_cpu_s_total_per_million=0
+	in := `step=ingest rep=1 target=adapter samples_per_request=200 concurrency=4 series=1000 samples=2000000 samples_per_sec=60000 cpu_s_total=10 settle_s=9.0 settle_cpu_s_hbase=6 settle_cpu_s_total=7
+step=ingest rep=1 target=opentsdb samples_per_request=200 concurrency=4 series=1000 samples=2000000 samples_per_sec=30000 cpu_s_total=24 settle_s=3.0 settle_cpu_s_hbase=2 settle_cpu_s_total=2
+step=ingest rep=2 target=opentsdb samples_per_request=200 concurrency=4 series=1000 samples=2000000 samples_per_sec=30000 cpu_s_total=20 settle_s=0.0 settle_cpu_s_hbase=0 settle_cpu_s_total=0
+step=ingest rep=2 target=adapter samples_per_request=200 concurrency=4 series=1000 samples=2000000 samples_per_sec=60000 cpu_s_total=12 settle_s=2.0 settle_cpu_s_hbase=1 settle_cpu_s_total=1
+step=ingest rep=1 target=adapter samples_per_request=2000 concurrency=4 series=1000 samples=1000000 samples_per_sec=600000 cpu_s_total=4 settle_s=1.0 settle_cpu_s_hbase=1 settle_cpu_s_total=1
+step=ingest rep=1 target=opentsdb samples_per_request=2000 concurrency=4 series=1000 samples=1000000 samples_per_sec=100000 cpu_s_total=12 settle_s=1.0 settle_cpu_s_hbase=1 settle_cpu_s_total=1
 `
 	rs, err := parseRecords(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := captureStdout(t, func() { reportIngest(rs) })
-	// The adapter's runs: 8.5 and 6 CPU-s per M with their settling, median
-	// 7.25; OpenTSDB's 13 and 12, median 12.5; the pairs 8.5/13 and 6/12.
+	// At 200: the adapter 30 CPU-s over 4M samples, 7 of them HBase's after
+	// the clock; OpenTSDB 46 and 2. Over the step: 35 and 59 CPU-s over 5M.
 	wantRowsInOrder(t, out, []string{
 		"| 200 | 4 | 1000 | 1 | 2 |",
-		"| 200 | 4 | 1000 | 5.5 | 3.5 | 1.5 | 1.5 | 7.2 | 12.5 | 0.58 (0.50-0.65) |",
+		"| 200 | 4 | 1000 | 9, 2 | 3, 0 | 1.8 | 0.5 | 7.5 | 11.5 | 0.65 |",
+		"| 2000 | 4 | 1000 | 1 | 1 | 1.0 | 1.0 | 5.0 | 13.0 | 0.38 |",
+		"| all |  |  | 9, 2, 1 | 3, 0, 1 | 1.6 | 0.6 | 7.0 | 11.8 | 0.59 |",
 	})
 	rs, err = parseRecords(strings.NewReader(strings.ReplaceAll(in, "settle_", "x_")))
 	if err != nil {
