@@ -113,7 +113,7 @@ func runIngest(args []string) error {
 	tgt := fs.String("target", "", "adapter=URL | prometheus=URL | opentsdb=URL")
 	rw2 := fs.Bool("rw2", false, "send remote write 2.0 (io.prometheus.write.v2.Request) to an adapter or Prometheus, not 1.0")
 	settleTables := fs.String("settle", "", "after the clock stops, wait until no region of these HBase tables (comma-separated) compacts and the process named hbase idles, and report the CPU spent until then")
-	sc := settleConfig{quiet: 3, idleCPU: 0.1}
+	sc := settleConfig{quiet: 3, idleCPU: 0.1, poll: time.Second}
 	fs.StringVar(&sc.zk, "zk", os.Getenv("PROMHBASE_TEST_ZK"), "ZooKeeper quorum of the HBase (with -settle)")
 	fs.DurationVar(&sc.timeout, "settle-timeout", 10*time.Minute, "longest wait of -settle")
 	_ = fs.Parse(args)
@@ -160,7 +160,7 @@ func runIngest(args []string) error {
 				sc.hbasePID = p.pid
 			}
 		}
-		s, err := settle(ctx, sc, &m)
+		s, err := settleHBase(ctx, sc, &m)
 		if err != nil {
 			return fmt.Errorf("settle: %w", err)
 		}

@@ -19,15 +19,19 @@ import (
 
 // settleConfig says what a settled HBase is: no region of tables
 // compacting, and the HBase process (hbasePID, 0 for none) below idleCPU
-// CPU-seconds a second, for quiet polls a second apart in a row.
+// CPU-seconds a poll, for quiet polls poll apart in a row.
 type settleConfig struct {
 	zk       string
 	tables   []string
 	hbasePID int
 	quiet    int
 	idleCPU  float64
+	poll     time.Duration
 	timeout  time.Duration
 }
+
+// compactingFunc says whether a compaction of table runs or is queued.
+type compactingFunc func(ctx context.Context, table string) (bool, error)
 
 // settled is what settling found: how long HBase took to go quiet after the
 // clock stopped, the CPU the meter's processes spent until then, and
@@ -38,13 +42,19 @@ type settled struct {
 	timedOut bool
 }
 
-// settle polls HBase after a run until it is quiet (see settleConfig) and
+// settleHBase settles on the HBase of cfg.zk, asking its region servers
+// for their regions' compaction state.
+func settleHBase(ctx context.Context, cfg settleConfig, m *cpuMeter) (settled, error) {
+	c := hbase.New(hbase.Config{ZooKeeper: cfg.zk})
+	defer c.Close()
+	return settle(ctx, cfg, c.Compacting, m)
+}
+
+// settle polls after a run until HBase is quiet (see settleConfig) and
 // measures, with m, the CPU spent from its call until the quiet began.
 // Errors of the compaction-state calls (a region splitting, say) count as
 // busy; only the meter's own errors end it.
-func settle(ctx context.Context, cfg settleConfig, m *cpuMeter) (settled, error) {
-	c := hbase.New(hbase.Config{ZooKeeper: cfg.zk})
-	defer c.Close()
+func settle(ctx context.Context, cfg settleConfig, compacting compactingFunc, m *cpuMeter) (settled, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	if err := m.start(); err != nil {
@@ -65,11 +75,11 @@ func settle(ctx context.Context, cfg settleConfig, m *cpuMeter) (settled, error)
 		case <-ctx.Done():
 			last.timedOut = true
 			return last, nil
-		case <-time.After(time.Second):
+		case <-time.After(cfg.poll):
 		}
 		busy := false
 		for _, t := range cfg.tables {
-			if b, err := c.Compacting(ctx, t); err != nil || b {
+			if b, err := compacting(ctx, t); err != nil || b {
 				busy = true
 				break
 			}
