@@ -155,11 +155,6 @@ func runIngest(args []string) error {
 	after := ""
 	if *settleTables != "" {
 		sc.tables = strings.Split(*settleTables, ",")
-		for _, p := range m.pids {
-			if p.name == "hbase" {
-				sc.hbasePID = p.pid
-			}
-		}
 		s, err := settleHBase(ctx, sc, &m)
 		if err != nil {
 			return fmt.Errorf("settle: %w", err)

@@ -295,7 +295,7 @@ func reportIngest(rs records) {
 // split rewrites it all again), so the CPU is summed over the runs, not a
 // median: a median would drop the lump of whichever run it fell after.
 func reportSettled(rs records) {
-	if len(rs.findAll("step", "ingest")) == 0 || rs.findAll("step", "ingest")[0]["settle_s"] == "" {
+	if ingest := rs.findAll("step", "ingest"); len(ingest) == 0 || ingest[0]["settle_s"] == "" {
 		return
 	}
 	fmt.Println("The same runs after the clock: each waited until HBase had no compaction of the system's table running or queued and its process idled (3 s in a row); the CPU of that wait is the flushes and compactions the run left behind, counted here and not in the next run. CPU per sample over all the runs of a row together (CPU-seconds summed over samples summed), the last row over every run of the step:")

@@ -18,16 +18,15 @@ import (
 // each run start from a quiet HBase and reports what the debt cost.
 
 // settleConfig says what a settled HBase is: no region of tables
-// compacting, and the HBase process (hbasePID, 0 for none) below idleCPU
-// CPU-seconds a poll, for quiet polls poll apart in a row.
+// compacting, and the meter's process named hbase (if it has one) below
+// idleCPU CPU-seconds a poll, for quiet polls poll apart in a row.
 type settleConfig struct {
-	zk       string
-	tables   []string
-	hbasePID int
-	quiet    int
-	idleCPU  float64
-	poll     time.Duration
-	timeout  time.Duration
+	zk      string
+	tables  []string
+	quiet   int
+	idleCPU float64
+	poll    time.Duration
+	timeout time.Duration
 }
 
 // compactingFunc says whether a compaction of table runs or is queued.
@@ -66,10 +65,6 @@ func settle(ctx context.Context, cfg settleConfig, compacting compactingFunc, m 
 		last.cpu[p.name] = 0
 	}
 	quietSince := last
-	hbaseBefore, err := pidCPU(cfg.hbasePID)
-	if err != nil {
-		return settled{}, err
-	}
 	for streak := 0; streak < cfg.quiet; {
 		select {
 		case <-ctx.Done():
@@ -84,17 +79,12 @@ func settle(ctx context.Context, cfg settleConfig, compacting compactingFunc, m 
 				break
 			}
 		}
-		hbaseNow, err := pidCPU(cfg.hbasePID)
-		if err != nil {
-			return settled{}, err
-		}
-		if hbaseNow-hbaseBefore > cfg.idleCPU {
-			busy = true
-		}
-		hbaseBefore = hbaseNow
 		cpu, err := m.stop()
 		if err != nil {
 			return settled{}, err
+		}
+		if cpu["hbase"]-last.cpu["hbase"] > cfg.idleCPU {
+			busy = true
 		}
 		if busy {
 			streak = 0
@@ -105,14 +95,6 @@ func settle(ctx context.Context, cfg settleConfig, compacting compactingFunc, m 
 		last = settled{took: time.Since(begin), cpu: cpu}
 	}
 	return quietSince, nil
-}
-
-// pidCPU is the CPU-seconds of pid so far; 0 for pid 0.
-func pidCPU(pid int) (float64, error) {
-	if pid == 0 {
-		return 0, nil
-	}
-	return cpuSeconds(pid)
 }
 
 // formatSettled is settled's key=value figures, CPU per unit of per.
