@@ -195,6 +195,10 @@ func multiResponseCounts(b []byte) (nRAR, nROE, nUnknown int, ok bool) {
 			// A declared field in another wire type: proto keeps it as
 			// an unknown field, a case not worth a path of its own.
 			return 0, 0, 0, false
+		case num > protowire.MaxValidNumber:
+			// protowire reads field numbers up to 2^31-1; proto refuses
+			// those past 2^29-1 (found by FuzzUnmarshalMultiResponse).
+			return 0, 0, 0, false
 		default:
 			if m = protowire.ConsumeFieldValue(num, typ, b[n:]); m < 0 {
 				return 0, 0, 0, false
