@@ -55,35 +55,20 @@ const (
 // made, so they always agree).
 var markDelay = MarkDeleteDelay
 
-// marksRead is a query's read of the compaction table's marks, under way.
+// marksRead is a query's read of the compaction table's marks, under way
+// (startMarks, marksshare.go).
 type marksRead struct {
+	// What the query asks for, and for how long it waits.
+	ctx                context.Context
+	metrics            map[uint64]bool
+	startHour, endHour uint32
+
 	done chan struct{}
 	raw  rawHours
 	err  error
 	// at is when the read's last answer had come back: every mark it
 	// returns was read by then.
 	at time.Time
-}
-
-// startMarks starts reading the marks of a query's hours (findRawHours):
-// in the background when the first group may read early, else at once,
-// which spares the query a goroutine and its hand-offs.
-func (s *Store) startMarks(ctx context.Context, metrics map[uint64]bool, startHour, endHour uint32) *marksRead {
-	m := &marksRead{done: make(chan struct{})}
-	read := func() {
-		defer close(m.done)
-		if hook := s.read.beforeMarks; hook != nil {
-			hook()
-		}
-		m.raw, m.err = s.findRawHours(ctx, metrics, startHour, endHour)
-		m.at = time.Now()
-	}
-	if s.mayReadEarly(startHour) {
-		go read()
-	} else {
-		read()
-	}
-	return m
 }
 
 // recentHour is the first hour read only after the marks: hours that

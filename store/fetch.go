@@ -124,11 +124,15 @@ func (c *cursor) loadGroup() error {
 	releaseRows(c.series)
 	clear(c.series)
 	c.series = nil
-	if c.loading == nil {
-		c.loading = c.startGroup(c.group)
-	}
 	gl := c.loading
-	<-gl.done
+	if gl == nil {
+		// Nothing read ahead (the first group): read it here, in the
+		// query's own goroutine (findSeries says why).
+		gl = &groupLoad{}
+		gl.series, gl.err = c.findGroup(c.group, c.p.marks)
+	} else {
+		<-gl.done
+	}
 	c.loading = nil
 	c.group++
 	if gl.err != nil {
@@ -154,9 +158,15 @@ func (c *cursor) startGroup(g int) *groupLoad {
 	marks := c.p.marks
 	go func() {
 		defer close(gl.done)
-		gl.series, gl.err = c.s.findSeries(c.ctx, c.p, c.p.groups[g], c.startHour, c.endHour, !c.q.SeriesOnly, marks)
+		gl.series, gl.err = c.findGroup(g, marks)
 	}()
 	return gl
+}
+
+// findGroup runs phase one of group g; marks are the query's, when still
+// being read.
+func (c *cursor) findGroup(g int, marks *marksRead) ([]seriesRef, error) {
+	return c.s.findSeries(c.ctx, c.p, c.p.groups[g], c.startHour, c.endHour, !c.q.SeriesOnly, marks)
 }
 
 // nextRow returns the next row of the current series: its base hour and

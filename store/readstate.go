@@ -21,6 +21,9 @@ type readState struct {
 	// older than earlyReadMinAge. Its early read of them was read again;
 	// reads go in order until a query's marks cover no such hour.
 	oldMarked atomic.Bool
+	// marks shares a read of the compaction table's marks among the
+	// queries that want one at the same time (marksshare.go).
+	marks marksShare
 	// Test hooks: run before a query's marks are read, and after the early
 	// read of a task.
 	beforeMarks, afterEarlyRead func()

@@ -270,8 +270,18 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 			Name: "promhbase_read_early_rereads_total",
 			Help: "Scans of a query's older hours read again after its marks, because the marks came back too late to keep what was read meanwhile (DESIGN.md section 5, the early read).",
 		}, func() float64 { return float64(s.read.earlyRereads.Load()) })
-		if err := cfg.Registerer.Register(rereads); err != nil {
-			return nil, fmt.Errorf("store metrics: %w", err)
+		markReads := prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "promhbase_read_marks_reads_total",
+			Help: "Reads of the compaction table's marks; queries that ask while one is under way share the next (promhbase_read_marks_queries_total counts the queries served).",
+		}, func() float64 { return float64(s.read.marks.reads.Load()) })
+		markQueries := prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "promhbase_read_marks_queries_total",
+			Help: "Queries served by reads of the compaction table's marks (promhbase_read_marks_reads_total).",
+		}, func() float64 { return float64(s.read.marks.queries.Load()) })
+		for _, c := range []prometheus.Collector{rereads, markReads, markQueries} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("store metrics: %w", err)
+			}
 		}
 	}
 	s.writers.New = func() any { return new(writer) }
