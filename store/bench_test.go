@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,10 +99,42 @@ func benchWrite(b *testing.B, db table.DB, prefix string) {
 }
 
 func benchWriteShape(b *testing.B, db table.DB, cfg Config, nSeries, perSeries int) {
+	benchWriteBatch(b, db, cfg, benchBatch(nSeries, perSeries, 1_760_000_000_000), int64(perSeries)*15_000)
+}
+
+// interleavedBatch is benchBatch(nSeries, perSeries) as Prometheus sends it
+// when it catches up: a series per sample, the samples of a series
+// perSeries series apart (every series' first sample, then every series'
+// second...).
+func interleavedBatch(nSeries, perSeries int, t0 int64) []SeriesIn {
+	var out []SeriesIn
+	grouped := benchBatch(nSeries, perSeries, t0)
+	for j := range perSeries {
+		for _, s := range grouped {
+			out = append(out, SeriesIn{Labels: s.Labels, Samples: s.Samples[j : j+1]})
+		}
+	}
+	return out
+}
+
+// BenchmarkWriteInterleaved writes 250 series x 8 samples a request, a
+// series per sample as interleavedBatch sends them (make bench's ingest at
+// 2,000 a request), into a backend that discards the cells: the row sort
+// finds each row's cells in 8 runs.
+func BenchmarkWriteInterleaved(b *testing.B) {
+	db, _ := openPebble(b)
+	benchWriteBatch(b, discardDB{db}, Config{}, interleavedBatch(250, 8, 1_760_000_000_000), 8*15_000)
+}
+
+// benchWriteBatch writes batch again and again, its samples advance later
+// each time, as in production.
+func benchWriteBatch(b *testing.B, db table.DB, cfg Config, batch []SeriesIn, advance int64) {
 	ctx := context.Background()
 	s := openStore(b, db, cfg)
-	t0 := int64(1_760_000_000_000)
-	batch := benchBatch(nSeries, perSeries, t0)
+	n := 0
+	for _, si := range batch {
+		n += len(si.Samples)
+	}
 	if err := s.Write(ctx, batch); err != nil { // warm the UID caches
 		b.Fatal(err)
 	}
@@ -112,7 +145,7 @@ func benchWriteShape(b *testing.B, db table.DB, cfg Config, nSeries, perSeries i
 		// Advance time so that each write is new samples, as in production.
 		for j := range batch {
 			for k := range batch[j].Samples {
-				batch[j].Samples[k].T += int64(perSeries) * 15_000
+				batch[j].Samples[k].T += advance
 			}
 		}
 		if err := s.Write(ctx, batch); err != nil {
@@ -121,7 +154,7 @@ func benchWriteShape(b *testing.B, db table.DB, cfg Config, nSeries, perSeries i
 	}
 	b.StopTimer()
 	runtime.ReadMemStats(&after)
-	samples := float64(b.N * nSeries * perSeries)
+	samples := float64(b.N * n)
 	b.ReportMetric(samples/b.Elapsed().Seconds(), "samples/s")
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/samples, "allocs/sample")
 }
@@ -180,6 +213,38 @@ func BenchmarkRead(b *testing.B) {
 				b.Fatalf("read %d samples, want %d", n, b.N*nSeries*hours*240)
 			}
 			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "samples/s")
+		})
+	}
+}
+
+// BenchmarkSortByRow sorts the cells of a write by row (writer.sortByRow):
+// 2,000 series of one sample, and 250 series of 8 interleaved as
+// interleavedBatch sends them, where each row's cells come in 8 runs.
+func BenchmarkSortByRow(b *testing.B) {
+	for _, shape := range []struct {
+		name  string
+		batch []SeriesIn
+	}{
+		{"2000x1", benchBatch(2000, 1, 1_760_000_000_000)},
+		{"250x8interleaved", interleavedBatch(250, 8, 1_760_000_000_000)},
+	} {
+		b.Run(shape.name, func(b *testing.B) {
+			db, _ := openPebble(b)
+			s := openStore(b, discardDB{db}, Config{})
+			w, _, err := s.beginWrite(context.Background(), shape.batch, s.validate)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pos := 0
+			for i := range shape.batch {
+				pos = s.appendCells(w, &shape.batch[i], pos)
+			}
+			in := slices.Clone(w.refs)
+			for b.Loop() {
+				w.refs = append(w.refs[:0], in...)
+				w.sortByRow()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(in)), "ns/cell")
 		})
 	}
 }

@@ -115,24 +115,43 @@ func TestWriteDuplicateSampleLastWins(t *testing.T) {
 	})
 }
 
-// TestKeyPrefixOrder: ordering by keyPrefix, then by the whole keys where
+// TestKeyPrefixOrder: ordering by keyPrefix, then by compareRest where
 // the prefixes are equal, is bytes.Compare's order, for keys shorter and
 // longer than the prefix and with zero bytes where a short key's padding
 // is.
 func TestKeyPrefixOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	key := func() []byte {
-		k := make([]byte, rng.IntN(24))
-		for i := range k {
-			k[i] = []byte{0, 1, 0x7f, 0x80, 0xff}[rng.IntN(5)]
+	var buf []byte
+	key := func() ([]byte, rowRun) {
+		n := rng.IntN(40)
+		if rng.IntN(2) == 0 {
+			n = rng.IntN(26) // more pairs about the prefix's length
 		}
-		return k
+		start := len(buf)
+		for range n {
+			buf = append(buf, []byte{0, 1, 0x7f, 0x80, 0xff}[rng.IntN(5)])
+		}
+		k := buf[start:]
+		var r rowRun
+		r.k0, r.k1, r.k2 = keyPrefix(k)
+		return k, r
 	}
 	for range 100000 {
-		a, b := key(), key()
-		a0, a1 := keyPrefix(a)
-		b0, b1 := keyPrefix(b)
-		got := cmp.Or(cmp.Compare(a0, b0), cmp.Compare(a1, b1), bytes.Compare(a, b))
+		buf = buf[:0]
+		a, ra := key()
+		b, rb := key()
+		if rng.IntN(4) == 0 {
+			// Equal keys, and keys that differ past the prefix only.
+			b, rb = a, ra
+			if len(a) > 24 && rng.IntN(2) == 0 {
+				start := len(buf)
+				buf = append(buf, a...)
+				buf[start+24+rng.IntN(len(a)-24)] ^= 0x80
+				b = buf[start:]
+				rb.k0, rb.k1, rb.k2 = keyPrefix(b)
+			}
+		}
+		got := cmp.Or(cmp.Compare(ra.k0, rb.k0), cmp.Compare(ra.k1, rb.k1), cmp.Compare(ra.k2, rb.k2), compareRest(a, b))
 		if want := bytes.Compare(a, b); got != want {
 			t.Fatalf("%x against %x: %d by prefix, %d by bytes.Compare", a, b, got, want)
 		}
