@@ -58,8 +58,11 @@ func UnmarshalMultiResponse(b []byte, m *pb.MultiResponse) bool {
 			top = protoBool(v)
 			n += k
 		default:
+			// Kept as proto keeps it: the tag written anew (an overlong
+			// varint comes out short; found by FuzzUnmarshalMultiResponse),
+			// then the value's bytes.
 			k := protowire.ConsumeFieldValue(num, typ, b[n:])
-			unknown = append(unknown, b[:n+k]...)
+			unknown = append(protowire.AppendTag(unknown, num, typ), b[n:n+k]...)
 			n += k
 		}
 		b = b[n:]
@@ -203,7 +206,7 @@ func multiResponseCounts(b []byte) (nRAR, nROE, nUnknown int, ok bool) {
 			if m = protowire.ConsumeFieldValue(num, typ, b[n:]); m < 0 {
 				return 0, 0, 0, false
 			}
-			nUnknown += n + m
+			nUnknown += protowire.SizeTag(num) + m
 		}
 		b = b[n+m:]
 	}
