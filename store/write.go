@@ -168,8 +168,8 @@ func (w *writer) sortByRow() {
 // cache miss each; rows of equal prefixes (the same row, when a write
 // carries several samples of a series as runs of their own, as Prometheus
 // sends them) compare the rest of their keys (compareRest). Four words, so
-// that the comparison takes two of them in registers: with the row's
-// bounds in it too, it sorted at half the speed.
+// that both runs of a comparison travel in registers: with the row's key
+// bounds in it too (seven fields), it sorted at half the speed.
 type rowRun struct {
 	k0, k1, k2 uint64
 	cells      uint64
