@@ -21,6 +21,9 @@ import (
 // before it asked: its marks must be read after it began (rawhours.go), and
 // a read sent after it asked is. A read that finds no other read under way
 // goes out at once, so a query alone waits for nothing more than before.
+// A read that hangs holds the queries that ask meanwhile until it ends,
+// each at most until its own context does; each would have hung on the
+// same region on its own.
 
 // marksShare is the state of the Store's shared reads of marks.
 type marksShare struct {
