@@ -235,10 +235,7 @@ func BenchmarkSortByRow(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			pos := 0
-			for i := range shape.batch {
-				pos = s.appendCells(w, &shape.batch[i], pos)
-			}
+			s.appendBatch(w, shape.batch)
 			in := slices.Clone(w.refs)
 			for b.Loop() {
 				w.refs = append(w.refs[:0], in...)

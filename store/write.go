@@ -74,14 +74,7 @@ func (s *Store) Write(ctx context.Context, batch []SeriesIn) error {
 		return err
 	}
 	defer s.putWriter(w)
-	pos := 0
-	for i := range batch {
-		if w.refused != nil && w.refused[i] {
-			pos = skipUIDs(&batch[i], pos)
-			continue
-		}
-		pos = s.appendCells(w, &batch[i], pos)
-	}
+	s.appendBatch(w, batch)
 	if len(w.refs) == 0 {
 		return refusedErr
 	}
@@ -95,6 +88,19 @@ func (s *Store) Write(ctx context.Context, batch []SeriesIn) error {
 		return fmt.Errorf("write %d samples: %w", len(w.cells), err)
 	}
 	return refusedErr
+}
+
+// appendBatch appends to w the raw cells of the series of batch that have
+// their UIDs (w.refused says which do not).
+func (s *Store) appendBatch(w *writer, batch []SeriesIn) {
+	pos := 0
+	for i := range batch {
+		if w.refused != nil && w.refused[i] {
+			pos = skipUIDs(&batch[i], pos)
+			continue
+		}
+		pos = s.appendCells(w, &batch[i], pos)
+	}
 }
 
 // beginWrite checks every series of batch with check, then takes a writer
