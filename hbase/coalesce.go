@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
 )
@@ -171,19 +172,9 @@ func (wq *writeQueue) take() []*part {
 func (c *Client) sender(addr string, parts []*part) {
 	q := &c.writes
 	for {
-		ch := newChunk(parts)
-		for _, p := range parts {
-			close(p.built)
-		}
-		ctx, release := sharedContext(parts)
-		res, err := c.sendChunk(ctx, ch)
-		release()
 		var lost error
-		if err != nil && classify(err) == hrpc.ServerDown {
-			lost = err
-		}
-		for k, p := range parts {
-			p.done <- res[k]
+		if parts = dropGivenUp(parts); len(parts) > 0 {
+			lost = c.sendShared(parts)
 		}
 		var down []*part
 		q.mu.Lock()
@@ -214,6 +205,56 @@ func (c *Client) sender(addr string, parts []*part) {
 			return
 		}
 	}
+}
+
+// sendShared sends one Multi of the parts and hands each its result; it
+// returns the error when the server was found down.
+func (c *Client) sendShared(parts []*part) (lost error) {
+	ch := newChunk(parts)
+	for _, p := range parts {
+		close(p.built)
+	}
+	ctx, release := sharedContext(parts)
+	res, err := c.sendChunk(ctx, ch)
+	release()
+	if err != nil && classify(err) == hrpc.ServerDown {
+		lost = err
+	}
+	for k, p := range parts {
+		p.done <- res[k]
+	}
+	return lost
+}
+
+// dropGivenUp answers, and leaves out of the next Multi, the parts whose
+// call has given up: its context ended, or its deadline passed (a process
+// that stalled past it wakes before its contexts' timers have fired). A
+// shared Multi goes as long as any call it carries waits, so without this
+// it would carry the mutations of one that no longer does, sent after its
+// caller's deadline (hbase/region says why that must not be).
+func dropGivenUp(parts []*part) []*part {
+	var live []*part
+	for k, p := range parts {
+		err := p.ctx.Err()
+		if dl, ok := p.ctx.Deadline(); err == nil && ok && !time.Now().Before(dl) {
+			err = context.DeadlineExceeded
+		}
+		if err == nil {
+			if live != nil {
+				live = append(live, p)
+			}
+			continue
+		}
+		if live == nil {
+			live = append(make([]*part, 0, len(parts)), parts[:k]...)
+		}
+		close(p.built)
+		p.done <- p.abandoned(err)
+	}
+	if live == nil {
+		return parts
+	}
+	return live
 }
 
 // all is every action of the part.

@@ -293,6 +293,50 @@ func TestCancelledCallLeavesSharedMultis(t *testing.T) {
 	}
 }
 
+// stalledCtx is a context whose deadline has passed but whose timer has
+// not fired: what a process that stalled past a deadline finds on waking,
+// Err nil and Done open, until its runtime runs the timer.
+type stalledCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c stalledCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// TestStalledCallLeavesSharedMultis: a call whose deadline passes while
+// it waits for a shared Multi is not carried by it, even before its
+// context says so: the call that shares the Multi with it keeps it going,
+// and its mutations would land after its caller's deadline.
+func TestStalledCallLeavesSharedMultis(t *testing.T) {
+	f := newHeldCluster(t, 1)
+	ctx := testCtx(t)
+	first := startBatch(ctx, f.c, rowsOf(0, 1))
+	<-f.a.multis.arrived // held; the region is in the client's cache
+	stalled := startBatch(stalledCtx{ctx, time.Now().Add(100 * time.Millisecond)}, f.c, rowsOf(1, 2))
+	waitQueued(t, f.c, f.a.addr(), 1)
+	live := startBatch(ctx, f.c, rowsOf(2, 2))
+	waitQueued(t, f.c, f.a.addr(), 2)
+	time.Sleep(150 * time.Millisecond)
+	f.a.multis.release <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stalled; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("call past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	if err := <-live; err != nil {
+		t.Fatalf("the call queued beside it: %v", err)
+	}
+	if rows := regionActionRows(<-f.a.multis.arrived); len(rows) != 1 || !slices.Equal(rows[0], []string{"c2-0", "c2-1"}) {
+		t.Fatalf("second Multi: %v, want the live call's two rows alone", rows)
+	}
+	for _, m := range rowsOf(1, 2) {
+		if seen, _ := f.a.multis.counts(string(m.Row)); seen != 0 {
+			t.Errorf("row %s of the call past its deadline was sent %d times", m.Row, seen)
+		}
+	}
+}
+
 // TestAbandonedMultiFreesItsServer: when every call a Multi carries has
 // given up, the Multi is abandoned and the next one goes.
 func TestAbandonedMultiFreesItsServer(t *testing.T) {

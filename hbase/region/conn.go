@@ -81,11 +81,11 @@ type Conn struct {
 }
 
 type pending struct {
-	id      uint32
-	call    *hrpc.Call
-	timeout uint32
-	sent    int64      // UnixNano when the call was queued
-	reply   chan reply // buffered: the reader never blocks on a caller
+	id       uint32
+	call     *hrpc.Call
+	deadline time.Time  // the caller's, zero if none
+	sent     int64      // UnixNano when the call was queued
+	reply    chan reply // buffered: the reader never blocks on a caller
 }
 
 type reply struct {
@@ -274,14 +274,10 @@ func (c *Conn) fail(err error) {
 func (c *Conn) Call(ctx context.Context, call *hrpc.Call) ([]byte, error) {
 	p := &pending{call: call, sent: time.Now().UnixNano(), reply: make(chan reply, 1)}
 	if dl, ok := ctx.Deadline(); ok {
-		ms := time.Until(dl).Milliseconds()
-		if ms <= 0 {
+		if time.Until(dl) <= 0 {
 			return nil, context.DeadlineExceeded
 		}
-		if ms > 1<<31 {
-			ms = 1 << 31
-		}
-		p.timeout = uint32(ms)
+		p.deadline = dl
 	}
 	c.mu.Lock()
 	if c.err != nil {
@@ -341,26 +337,14 @@ func (c *Conn) writeLoop() {
 			return
 		}
 		var err error
-		buf, err = AppendRequest(buf[:0], p.id, p.call, p.timeout)
-		if err != nil {
-			// A request that cannot be encoded fails alone. Whoever
-			// removes a call from pending answers it, exactly once.
-			c.mu.Lock()
-			_, mine := c.pending[p.id]
-			delete(c.pending, p.id)
-			c.mu.Unlock()
-			if mine {
-				p.reply <- reply{err: err}
-			}
-			continue
-		}
-		if _, err := w.Write(buf); err != nil {
+		if buf, err = c.write(w, buf, p); err != nil {
 			c.fail(fmt.Errorf("write: %w", err))
 			return
 		}
 		// Flush when no other request is waiting: calls that arrive
-		// together leave in one write.
-		if len(c.queue) == 0 {
+		// together leave in one write. Also after a call not sent, which
+		// may follow one that was.
+		if len(c.queue) == 0 && w.Buffered() > 0 {
 			if err := w.Flush(); err != nil {
 				c.fail(fmt.Errorf("write: %w", err))
 				return
@@ -371,6 +355,70 @@ func (c *Conn) writeLoop() {
 		}
 	}
 }
+
+// write encodes p into buf and writes it to w, unless it is no longer
+// wanted (stillWanted) or cannot be encoded, which fails it alone. It
+// returns buf for reuse, and an error only when w failed.
+func (c *Conn) write(w *bufio.Writer, buf []byte, p *pending) ([]byte, error) {
+	timeout, ok := c.stillWanted(p)
+	if !ok {
+		return buf, nil
+	}
+	if hook := beforeWrite.Load(); hook != nil {
+		(*hook)(p.call)
+	}
+	buf, err := AppendRequest(buf[:0], p.id, p.call, timeout)
+	if err != nil {
+		// Whoever removes a call from pending answers it, exactly once.
+		c.mu.Lock()
+		_, mine := c.pending[p.id]
+		delete(c.pending, p.id)
+		c.mu.Unlock()
+		if mine {
+			p.reply <- reply{err: err}
+		}
+		return buf, nil
+	}
+	_, err = w.Write(buf)
+	return buf, err
+}
+
+// stillWanted says whether the writer is to send p, and with what timeout
+// in ms for the server (0: none). A call whose caller gave up, or whose
+// deadline passed while it waited in the queue, is not sent: the server
+// would work for no one, and a mutation written after its caller's
+// deadline could land after the caller had acted on its failure (a
+// compactor whose lease another took over once this process stalled: its
+// chunk put must not land on top of the other's). The caller's own check
+// of the deadline, in Call, comes before the queue; this one is the last
+// before the socket. The timeout is what is left of the deadline now.
+func (c *Conn) stillWanted(p *pending) (uint32, bool) {
+	var ms int64
+	expired := false
+	if !p.deadline.IsZero() {
+		ms = time.Until(p.deadline).Milliseconds()
+		expired = ms <= 0
+	}
+	c.mu.Lock()
+	_, mine := c.pending[p.id]
+	if mine && expired {
+		delete(c.pending, p.id)
+	}
+	c.mu.Unlock()
+	if !mine {
+		return 0, false // its caller gave up, or fail answered it
+	}
+	if expired {
+		p.reply <- reply{err: fmt.Errorf("%s: %s not sent: %w", c.addr, p.call.Method, context.DeadlineExceeded)}
+		return 0, false
+	}
+	return uint32(min(ms, 1<<31)), true
+}
+
+// beforeWrite, when set (by tests), is called by the writer with each call
+// it is about to send, after stillWanted: a writer held there is one whose
+// process stalled at the last moment.
+var beforeWrite atomic.Pointer[func(*hrpc.Call)]
 
 func (c *Conn) readLoop() {
 	r := bufio.NewReaderSize(c.nc, 64<<10)
