@@ -43,6 +43,9 @@
 #                                      sockets and answers nothing
 #   scripts/hbase.sh rs-cont N         unfreeze it (SIGCONT)
 #   scripts/hbase.sh rs-kill N         kill it (SIGKILL)
+#   scripts/hbase.sh rs-term N         stop it as an operator does (SIGTERM: its
+#                                      shutdown hook closes its regions, flushing
+#                                      their memstores, and it exits)
 #   scripts/hbase.sh rs-start N        start it again (after a kill, or after it
 #                                      exited on its own when resumed too late);
 #                                      it gets regions only when moved to it
@@ -583,6 +586,7 @@ case "${1:-}" in
   rs-stop) rs_signal "${2:?region server number}" STOP ;;
   rs-cont) rs_signal "${2:?region server number}" CONT ;;
   rs-kill) rs_signal "${2:?region server number}" KILL ;;
+  rs-term) rs_signal "${2:?region server number}" TERM ;;
   rs-start) rs_start "${2:?region server number}" ;;
   zk-kill) proc_kill zk ;;
   zk-start) zk_start ;;
@@ -595,5 +599,5 @@ case "${1:-}" in
   env) running_pid >/dev/null && cat "$run/hbase.env" ;;
   classpath) classpath && cat "$cache/hbase-$version/classpath.txt" ;;
   snapshots) shift && snapshots "$@" ;;
-  *) echo "usage: $0 start|stop|resume|status|env|classpath|cluster-start|cluster-stop|cluster-status|cluster-env|rs-addr|rs-pid|rs-stop|rs-cont|rs-kill|rs-start N|zk-kill|zk-start|master-kill|master-start" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|resume|status|env|classpath|cluster-start|cluster-stop|cluster-status|cluster-env|rs-addr|rs-pid|rs-stop|rs-cont|rs-kill|rs-term|rs-start N|zk-kill|zk-start|master-kill|master-start" >&2; exit 2 ;;
 esac

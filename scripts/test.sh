@@ -46,7 +46,7 @@ export PROMHBASE_TEST_HBASE_RUN_DIR=$HBASE_RUN_DIR
 go test -count=1 -p 1 -timeout 30m -v $(go list ./... | grep -E "$serial") 2>&1 \
   | grep -Ev '^(=== (RUN|PAUSE|CONT|NAME)|\s*--- PASS|PASS$)' || status=$?
 
-echo "== fault tests: a region server frozen, killed, regions moved and split (about 6 minutes)"
+echo "== fault tests: a region server frozen, killed, stopped, regions moved and split, also under the compactor (about 12 minutes)"
 # Without them here, nothing that CI runs kills a region server: the
 # clustertest package skips itself outside a cluster. The standalone HBase
 # is stopped first; the cluster's four JVMs get the machine.

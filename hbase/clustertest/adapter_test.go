@@ -44,6 +44,15 @@ func TestAdapterRegionServerKilled(t *testing.T) {
 	runAdapterFault(t, "kill", func(cl *cluster, n int) { cl.script("rs-kill", fmt.Sprint(n)) }, nil)
 }
 
+// TestAdapterRegionServerStopped: SIGTERM to the region server holding
+// hbase:meta, as an operator stops one for a rolling restart: it closes its
+// regions, flushing them, and exits, and the master reopens them on the
+// other. Its clients meet the regions closing (NotServingRegionException,
+// RegionServerStoppedException), then a refused connection.
+func TestAdapterRegionServerStopped(t *testing.T) {
+	runAdapterFault(t, "term", func(cl *cluster, n int) { cl.script("rs-term", fmt.Sprint(n)) }, nil)
+}
+
 // TestAdapterRegionServerFrozen: SIGSTOP that server for a minute at least,
 // then SIGCONT (resumeFrozen): the adapter must stop waiting on it and
 // follow its regions.
@@ -55,7 +64,7 @@ func TestAdapterRegionServerFrozen(t *testing.T) {
 // to the other server and two split, under remote-write load. No request
 // may fail even once: a move or a split is no fault.
 func TestAdapterMoveAndSplit(t *testing.T) {
-	cl, c, prefix, url, bin := adapterOnCluster(t, "move", "prom-data")
+	cl, c, prefix, url, bin := adapterOnCluster(t, "move", nil, "prom-data")
 	table := prefix + "prom-data"
 	w := startWriters(url)
 	w.waitAcked(10)
@@ -90,7 +99,7 @@ func TestAdapterMoveAndSplit(t *testing.T) {
 // set, once the data table's regions are served elsewhere; then it checks
 // the load's answers and that every acknowledged sample reads back.
 func runAdapterFault(t *testing.T, name string, fault func(cl *cluster, n int), resume func(cl *cluster, n int, t0 time.Time)) {
-	cl, c, prefix, url, bin := adapterOnCluster(t, name, "prom-data", "prom-uid")
+	cl, c, prefix, url, bin := adapterOnCluster(t, name, nil, "prom-data", "prom-uid")
 	n := cl.metaServer(c)
 	dead := cl.addr(n)
 	t.Cleanup(func() { cl.restore(n) })
@@ -120,18 +129,19 @@ func runAdapterFault(t *testing.T, name string, fault func(cl *cluster, n int), 
 }
 
 // adapterOnCluster readies the cluster for an adapter-level fault test: both
-// region servers up, an adapter (built here) on tables of its own, prefixed
-// fault_<name>_<time>_, and the regions of each table suffix in spread
-// moved to spread over both servers. It returns the cluster, a client of
-// it, the prefix, the adapter's URL and its binary.
-func adapterOnCluster(t *testing.T, name string, spread ...string) (cl *cluster, c *hbase.Client, prefix, url, bin string) {
+// region servers up, an adapter (built here, with flags added to the
+// suite's) on tables of its own, prefixed fault_<name>_<time>_, and the
+// regions of each table suffix in spread moved to spread over both servers.
+// It returns the cluster, a client of it, the prefix, the adapter's URL and
+// its binary.
+func adapterOnCluster(t *testing.T, name string, flags []string, spread ...string) (cl *cluster, c *hbase.Client, prefix, url, bin string) {
 	t.Helper()
 	cl = newCluster(t)
 	cl.restore(1)
 	cl.restore(2)
 	c = cl.client()
 	prefix = fmt.Sprintf("fault_%s_%d_", name, time.Now().Unix()%1e6)
-	url, bin = startAdapter(t, cl, prefix)
+	url, bin = startAdapter(t, cl, prefix, flags...)
 	for _, suffix := range spread {
 		cl.spread(c, prefix+suffix)
 	}
@@ -152,9 +162,9 @@ func checkTables(t *testing.T, cl *cluster, bin, prefix string) {
 	t.Logf("adapter check --data after the fault: %s", lines[len(lines)-1])
 }
 
-// startAdapter builds the adapter and runs it on the cluster; it returns
-// the adapter's URL and the binary.
-func startAdapter(t *testing.T, cl *cluster, prefix string) (string, string) {
+// startAdapter builds the adapter and runs it on the cluster, flags added to
+// the suite's; it returns the adapter's URL and the binary.
+func startAdapter(t *testing.T, cl *cluster, prefix string, flags ...string) (string, string) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "adapter")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/adapter")
@@ -162,12 +172,13 @@ func startAdapter(t *testing.T, cl *cluster, prefix string) (string, string) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build adapter: %v\n%s", err, out)
 	}
-	return runAdapter(t, cl, bin, prefix), bin
+	return runAdapter(t, cl, bin, prefix, flags...), bin
 }
 
-// runAdapter runs the adapter binary on the cluster's tables of prefix
-// until the test ends, and returns its URL once it is ready.
-func runAdapter(t *testing.T, cl *cluster, bin, prefix string) string {
+// runAdapter runs the adapter binary on the cluster's tables of prefix, flags
+// added to the suite's, until the test ends, and returns its URL once it is
+// ready.
+func runAdapter(t *testing.T, cl *cluster, bin, prefix string, flags ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -181,8 +192,9 @@ func runAdapter(t *testing.T, cl *cluster, bin, prefix string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--web.listen-address="+addr, "--hbase.zookeeper-quorum="+cl.zk,
-		"--hbase.zookeeper-root="+hbasetest.ZKRoot(), "--hbase.table-prefix="+prefix, "--salt.buckets=8", "--hbase.data-regions=8")
+	args := []string{"--web.listen-address=" + addr, "--hbase.zookeeper-quorum=" + cl.zk,
+		"--hbase.zookeeper-root=" + hbasetest.ZKRoot(), "--hbase.table-prefix=" + prefix, "--salt.buckets=8", "--hbase.data-regions=8"}
+	cmd := exec.Command(bin, append(args, flags...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = adapterproc.ChildAttrs()
 	if err := cmd.Start(); err != nil {
@@ -422,7 +434,7 @@ func (w *rwLoad) verify(t *testing.T, url string) {
 	for _, a := range acked {
 		maxSeq = max(maxSeq, a)
 	}
-	got, err := readBack(url, w.base, w.base+int64(maxSeq)*1000)
+	got, err := readBack(url, "fault_load", w.base, w.base+int64(maxSeq)*1000)
 	if err != nil {
 		t.Fatalf("remote read after the fault: %v", err)
 	}
@@ -449,12 +461,12 @@ func (w *rwLoad) verify(t *testing.T, url string) {
 	t.Logf("%d acknowledged samples checked, %d lost", total, lost)
 }
 
-// readBack reads the load's series in [start, end] as writer/series ->
-// timestamp -> value.
-func readBack(url string, start, end int64) (map[string]map[int64]float64, error) {
+// readBack reads the series of metric in [start, end] as writer/series ->
+// timestamp -> value (the writer label is empty for the history's series).
+func readBack(url, metric string, start, end int64) (map[string]map[int64]float64, error) {
 	q := &prompb.ReadRequest{Queries: []*prompb.Query{{
 		StartTimestampMs: start, EndTimestampMs: end,
-		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "fault_load"}},
+		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: metric}},
 	}}}
 	raw, err := proto.Marshal(q)
 	if err != nil {

@@ -28,7 +28,7 @@ const controlPlaneOutage = 10 * time.Second
 // acknowledged sample. With the master down, a second adapter starts on
 // the same tables and takes a write of a new series.
 func TestAdapterControlPlaneDown(t *testing.T) {
-	cl, _, prefix, url, bin := adapterOnCluster(t, "ctl", "prom-data", "prom-uid")
+	cl, _, prefix, url, bin := adapterOnCluster(t, "ctl", nil, "prom-data", "prom-uid")
 	zkDown, masterDown := false, false
 	t.Cleanup(func() {
 		// Start what a failed test left down: the next tests need it.
@@ -123,7 +123,7 @@ func startWithoutMaster(t *testing.T, cl *cluster, w *rwLoad, bin, prefix string
 	if code, msg := postWrite(context.Background(), w.client, url, snappy.Encode(nil, raw)); code/100 != 2 {
 		t.Fatalf("a write of a new series to an adapter started with the master down: %d %s", code, msg)
 	}
-	got, err := readBack(url, w.base, w.base)
+	got, err := readBack(url, "fault_load", w.base, w.base)
 	if err != nil {
 		t.Fatalf("remote read from an adapter started with the master down: %v", err)
 	}
