@@ -40,10 +40,11 @@ bench:
 compose-test:
 	scripts/compose-test.sh
 
-# Fault tests of the HBase client on a two-region-server HBase started for the
-# run (about 7 minutes; the last part of make test): a region server frozen,
-# killed, regions moved and split under a write load; 0 acknowledged writes
-# may be lost.
+# Fault tests of the HBase client and the adapter on a two-region-server HBase
+# started for the run (about 12 minutes; the last part of make test): a region
+# server frozen, killed, stopped, regions moved and split under a write load,
+# also while the compactor folds closed hours; 0 acknowledged writes may be
+# lost.
 .PHONY: test-faults
 test-faults:
 	scripts/test-faults.sh
