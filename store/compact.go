@@ -107,7 +107,8 @@ type Compactor struct {
 	m      *compactMetrics
 	pace   pacer
 	plan   compactPlan
-	dels   pendingDeletes // deletions of written folds (apply)
+	dels   pendingDeletes  // deletions of written folds (apply)
+	conds  []table.CondPut // putFenced's scratch
 
 	// Marks of the pass's folds, deleted at its end once markDelay has
 	// passed since marksDue was set (deleteMarks).

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prom-hbase/prom-hbase/rowkey"
+	"github.com/prom-hbase/prom-hbase/table"
 	"github.com/prom-hbase/prom-hbase/table/hbasetable"
 )
 
@@ -57,18 +58,23 @@ func realisticBatch(series, samples int, start int64, run string) []SeriesIn {
 }
 
 // BenchmarkCompactPass compacts series x one hour of 15 s samples per
-// iteration, on Pebble; the writes are outside the timer. Each series has a
-// metric name of its own, so every batch of rows is one row: with 2,000,
-// a pass's cost once grew with the square of its folds (pendingDeletes).
+// iteration, on Pebble and, with PROMHBASE_TEST_ZK set, on HBase; the
+// writes are outside the timer. Each series has a metric name of its own,
+// so every batch of rows is one row: with 2,000, a pass's cost once grew
+// with the square of its folds (pendingDeletes).
 func BenchmarkCompactPass(b *testing.B) {
-	for _, series := range []int{100, 2000} {
-		b.Run(fmt.Sprintf("series=%d", series), func(b *testing.B) { benchCompactPass(b, series) })
+	for _, backend := range backends {
+		for _, series := range []int{100, 2000} {
+			b.Run(fmt.Sprintf("%s/series=%d", backend.Name, series), func(b *testing.B) {
+				db, prefix := backend.Open(b)
+				benchCompactPass(b, db, prefix, series)
+			})
+		}
 	}
 }
 
-func benchCompactPass(b *testing.B, series int) {
-	db, _ := openPebble(b)
-	s, clock := clockedStore(b, db, Config{})
+func benchCompactPass(b *testing.B, db table.DB, prefix string, series int) {
+	s, clock := clockedStore(b, db, Config{TablePrefix: prefix})
 	c := clockedCompactor(b, s, clock)
 	ctx := context.Background()
 	hourStart := (time.Now().Add(-24*time.Hour).UnixMilli() / hour) * hour

@@ -205,7 +205,7 @@ func (c *Compactor) apply(ctx context.Context, l *lease, st *PassStats) error {
 	if err := c.pace.wait(ctx, len(p.delRaw)); err != nil {
 		return err
 	}
-	if err := c.guarded(ctx, l, func(ctx context.Context) error { return c.data.Put(ctx, p.puts) }); err != nil {
+	if err := c.guarded(ctx, l, func(ctx context.Context) error { return c.putFenced(ctx, p) }); err != nil {
 		return fmt.Errorf("write chunks of %d rows: %w", p.rows, err)
 	}
 	st.BytesWritten += p.bytes
@@ -216,6 +216,40 @@ func (c *Compactor) apply(ctx context.Context, l *lease, st *PassStats) error {
 	c.dels.add(p)
 	if len(c.dels.chunks)+len(c.dels.raw) >= maxPendingDeletes {
 		return c.flushDeletes(ctx, l, st)
+	}
+	return nil
+}
+
+// errFenced reports a row that another compactor rewrote between this
+// one's read of it and its write: this one's lease was taken over.
+var errFenced = errors.New("row rewritten by another compactor since it was read (the lease was taken over)")
+
+// putFenced writes the plan's chunk cells, each row's only if the row
+// still holds, in the first cell the plan writes there, what the compactor
+// read (table.CondPut; one call on both backends). The lease keeps two
+// compactors off one bucket-hour, but a holder that stalls past its
+// lease's end may have its write land after another has taken over and
+// folded a later sample in: the same qualifier and timestamp, the stale
+// chunk would replace the newer one, whose raw cells are gone. The
+// condition turns that write into a refusal. A refused row fails the
+// bucket-hour, and this batch's deletions are not queued: the rows of
+// earlier batches were written by this compactor, and their deletions
+// still go (flushDeletes).
+func (c *Compactor) putFenced(ctx context.Context, p *compactPlan) error {
+	conds := c.conds[:0]
+	for _, f := range p.fences {
+		conds = append(conds, table.CondPut{Row: p.puts[f.from].Row, Family: f.family, Qualifier: f.qualifier, Expected: f.expected, Put: p.puts[f.from:f.to]})
+	}
+	c.conds = conds
+	defer clear(c.conds)
+	written, err := c.data.CheckAndPutBatch(ctx, conds)
+	if err != nil {
+		return err
+	}
+	for i, w := range written {
+		if !w {
+			return fmt.Errorf("%w: row %x", errFenced, conds[i].Row)
+		}
 	}
 	return nil
 }

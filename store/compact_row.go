@@ -23,6 +23,7 @@ type compactPlan struct {
 	rows      int                   // rows that change
 	bytes     int                   // qualifier and value bytes of puts
 	layouts   [len(cellLayouts)]int // puts by cellLayout
+	fences    []rowFence            // each changed row's share of puts, and its condition
 	xorOnly   bool                  // floats as XOR chunks only (Config.FloatChunks)
 	// maxCellBytes bounds a chunk cell's value (0: MaxChunkCellBytes);
 	// tests set it low.
@@ -46,11 +47,23 @@ type compactPlan struct {
 	xorBuf []byte
 }
 
+// rowFence is one row's share of a plan's puts, puts[from:to], and the
+// cell that must still hold what the compactor read for them to be written
+// (Compactor.putFenced): the first cell they write, with the value the row
+// held there when read, nil when it held none.
+type rowFence struct {
+	from, to  int
+	family    string
+	qualifier []byte
+	expected  []byte
+}
+
 func (p *compactPlan) reset() {
 	clear(p.puts)
 	clear(p.delChunks)
 	clear(p.delRaw)
-	p.puts, p.delChunks, p.delRaw = p.puts[:0], p.delChunks[:0], p.delRaw[:0]
+	clear(p.fences)
+	p.puts, p.delChunks, p.delRaw, p.fences = p.puts[:0], p.delChunks[:0], p.delRaw[:0], p.fences[:0]
 	p.rows, p.bytes, p.layouts = 0, 0, [len(cellLayouts)]int{}
 }
 
@@ -118,7 +131,23 @@ func (p *compactPlan) addRow(key []byte, hourMillis int64, cells []table.Cell) e
 		}
 	}
 	p.putKeptFromChunks(key, hourMillis)
+	if len(p.puts) > nPuts {
+		first := &p.puts[nPuts]
+		p.fences = append(p.fences, rowFence{from: nPuts, to: len(p.puts),
+			family: first.Family, qualifier: first.Qualifier, expected: valueOf(cells, first.Family, first.Qualifier)})
+	}
 	p.rows++
+	return nil
+}
+
+// valueOf is the value of the cell (family, qualifier) among cells, nil
+// when there is none.
+func valueOf(cells []table.Cell, family string, qualifier []byte) []byte {
+	for i := range cells {
+		if cells[i].Family == family && bytes.Equal(cells[i].Qualifier, qualifier) {
+			return cells[i].Value
+		}
+	}
 	return nil
 }
 

@@ -84,6 +84,13 @@ func (t faultTable) Scan(ctx context.Context, opts table.ScanOptions) table.Scan
 	return t.Table.Scan(ctx, opts)
 }
 
+func (t faultTable) CheckAndPutBatch(ctx context.Context, puts []table.CondPut) ([]bool, error) {
+	if err := t.f.enter(); err != nil {
+		return nil, err
+	}
+	return t.Table.CheckAndPutBatch(ctx, puts)
+}
+
 func (t faultTable) CheckAndPut(ctx context.Context, row []byte, family string, qualifier, expected []byte, put []table.Cell) (bool, error) {
 	if err := t.f.enter(); err != nil {
 		return false, err

@@ -221,6 +221,14 @@ func (t *timedTable) Put(ctx context.Context, cells []table.Cell) error {
 	return err
 }
 
+func (t *timedTable) CheckAndPutBatch(ctx context.Context, puts []table.CondPut) ([]bool, error) {
+	written, err := t.Table.CheckAndPutBatch(ctx, puts)
+	for _, p := range puts {
+		t.put(time.Now(), p.Put)
+	}
+	return written, err
+}
+
 func (t *timedTable) DeleteVersions(ctx context.Context, cells []table.Cell) error {
 	t.del(time.Now(), cells)
 	return t.Table.DeleteVersions(ctx, cells)
