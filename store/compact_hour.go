@@ -234,7 +234,8 @@ var errFenced = errors.New("row rewritten by another compactor since it was read
 // condition turns that write into a refusal. A refused row fails the
 // bucket-hour, and this batch's deletions are not queued: the rows of
 // earlier batches were written by this compactor, and their deletions
-// still go (flushDeletes).
+// still go (flushDeletes), under the lease's guard, which refuses them
+// once the lease has run out, as it has when another took over.
 func (c *Compactor) putFenced(ctx context.Context, p *compactPlan) error {
 	conds := c.conds[:0]
 	for _, f := range p.fences {
