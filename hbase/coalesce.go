@@ -3,6 +3,7 @@ package hbase
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -233,28 +234,17 @@ func (c *Client) sendShared(parts []*part) (lost error) {
 // it would carry the mutations of one that no longer does, sent after its
 // caller's deadline (hbase/region says why that must not be).
 func dropGivenUp(parts []*part) []*part {
-	var live []*part
-	for k, p := range parts {
+	return slices.DeleteFunc(parts, func(p *part) bool {
 		err := p.ctx.Err()
 		if dl, ok := p.ctx.Deadline(); err == nil && ok && !time.Now().Before(dl) {
 			err = context.DeadlineExceeded
 		}
-		if err == nil {
-			if live != nil {
-				live = append(live, p)
-			}
-			continue
+		if err != nil {
+			close(p.built)
+			p.done <- p.abandoned(err)
 		}
-		if live == nil {
-			live = append(make([]*part, 0, len(parts)), parts[:k]...)
-		}
-		close(p.built)
-		p.done <- p.abandoned(err)
-	}
-	if live == nil {
-		return parts
-	}
-	return live
+		return err != nil
+	})
 }
 
 // all is every action of the part.

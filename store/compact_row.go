@@ -118,7 +118,7 @@ func (p *compactPlan) addRow(key []byte, hourMillis int64, cells []table.Cell) e
 			// overwritten in place when FamilyRaw holds a later write of it
 			// (deleting its version would delete the overwrite).
 			if k, ok := p.kept(hourMillis, c.Qualifier); ok && c.Family != FamilyRaw {
-				p.keptRaw[k] = !hasRawCell(cells, c.Qualifier)
+				p.keptRaw[k] = findCell(cells, FamilyRaw, c.Qualifier) == nil
 				continue
 			}
 			p.delRaw = append(p.delRaw, del)
@@ -133,19 +133,22 @@ func (p *compactPlan) addRow(key []byte, hourMillis int64, cells []table.Cell) e
 	p.putKeptFromChunks(key, hourMillis)
 	if len(p.puts) > nPuts {
 		first := &p.puts[nPuts]
-		p.fences = append(p.fences, rowFence{from: nPuts, to: len(p.puts),
-			family: first.Family, qualifier: first.Qualifier, expected: valueOf(cells, first.Family, first.Qualifier)})
+		f := rowFence{from: nPuts, to: len(p.puts), family: first.Family, qualifier: first.Qualifier}
+		if c := findCell(cells, first.Family, first.Qualifier); c != nil {
+			f.expected = c.Value
+		}
+		p.fences = append(p.fences, f)
 	}
 	p.rows++
 	return nil
 }
 
-// valueOf is the value of the cell (family, qualifier) among cells, nil
-// when there is none.
-func valueOf(cells []table.Cell, family string, qualifier []byte) []byte {
+// findCell returns the cell (family, qualifier) among cells, nil when
+// there is none.
+func findCell(cells []table.Cell, family string, qualifier []byte) *table.Cell {
 	for i := range cells {
 		if cells[i].Family == family && bytes.Equal(cells[i].Qualifier, qualifier) {
-			return cells[i].Value
+			return &cells[i]
 		}
 	}
 	return nil
@@ -169,16 +172,6 @@ func (p *compactPlan) addRuns(key []byte, hourMillis int64, pts []cellcodec.Poin
 		pts = pts[n:]
 	}
 	return nil
-}
-
-// hasRawCell reports whether cells hold a FamilyRaw cell with qualifier q.
-func hasRawCell(cells []table.Cell, q []byte) bool {
-	for i := range cells {
-		if cells[i].Family == FamilyRaw && bytes.Equal(cells[i].Qualifier, q) {
-			return true
-		}
-	}
-	return false
 }
 
 func overwrites(puts []table.Cell, c *table.Cell) bool {

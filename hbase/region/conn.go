@@ -369,12 +369,7 @@ func (c *Conn) write(w *bufio.Writer, buf []byte, p *pending) ([]byte, error) {
 	}
 	buf, err := AppendRequest(buf[:0], p.id, p.call, timeout)
 	if err != nil {
-		// Whoever removes a call from pending answers it, exactly once.
-		c.mu.Lock()
-		_, mine := c.pending[p.id]
-		delete(c.pending, p.id)
-		c.mu.Unlock()
-		if mine {
+		if c.take(p.id) != nil {
 			p.reply <- reply{err: err}
 		}
 		return buf, nil
@@ -393,26 +388,38 @@ func (c *Conn) write(w *bufio.Writer, buf []byte, p *pending) ([]byte, error) {
 // of the deadline, in Call, comes before the queue; this one is the last
 // before the socket. The timeout is what is left of the deadline now.
 func (c *Conn) stillWanted(p *pending) (uint32, bool) {
-	var ms int64
-	expired := false
-	if !p.deadline.IsZero() {
-		ms = time.Until(p.deadline).Milliseconds()
-		expired = ms <= 0
+	if p.deadline.IsZero() {
+		return 0, c.waiting(p.id)
 	}
-	c.mu.Lock()
-	_, mine := c.pending[p.id]
-	if mine && expired {
-		delete(c.pending, p.id)
-	}
-	c.mu.Unlock()
-	if !mine {
-		return 0, false // its caller gave up, or fail answered it
-	}
-	if expired {
-		p.reply <- reply{err: fmt.Errorf("%s: %s not sent: %w", c.addr, p.call.Method, context.DeadlineExceeded)}
+	ms := time.Until(p.deadline).Milliseconds()
+	if ms <= 0 {
+		if c.take(p.id) != nil {
+			p.reply <- reply{err: fmt.Errorf("%s: %s not sent: %w", c.addr, p.call.Method, context.DeadlineExceeded)}
+		}
 		return 0, false
 	}
-	return uint32(min(ms, 1<<31)), true
+	return uint32(min(ms, 1<<31)), c.waiting(p.id)
+}
+
+// take removes call id from pending and returns it, nil when it is not
+// there (its caller gave up, or fail answered it). Whoever takes a call
+// answers it, exactly once.
+func (c *Conn) take(id uint32) *pending {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.pending[id]
+	if p != nil {
+		delete(c.pending, id)
+	}
+	return p
+}
+
+// waiting reports whether call id's caller still waits for it.
+func (c *Conn) waiting(id uint32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.pending[id]
+	return ok
 }
 
 // beforeWrite, when set (by tests), is called by the writer with each call
@@ -447,12 +454,7 @@ func (c *Conn) readLoop() {
 			return
 		}
 		id := rep.resp.Header.GetCallId()
-		c.mu.Lock()
-		p := c.pending[id]
-		if p != nil {
-			delete(c.pending, id)
-		}
-		c.mu.Unlock()
+		p := c.take(id)
 		if p == nil {
 			if x := rep.resp.Header.Exception; x != nil && (rep.resp.Header.CallId == nil || id == 1<<32-1) {
 				// A fatal connection-level error (bad header, auth...).
