@@ -19,9 +19,9 @@ import (
 
 	"github.com/gogo/protobuf/proto"
 	"github.com/golang/snappy"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/prom-hbase/prom-hbase/internal/scrape"
 )
 
 // envPrometheus names the Prometheus binary (scripts/prometheus.sh prints its
@@ -50,13 +50,16 @@ func TestDashboardLive(t *testing.T) {
 	waitHTTP(t, "http://"+adapter+"/-/ready")
 
 	loadAdapter(t, "http://"+adapter)
-	exported := scrapeNames(t, "http://"+adapter+"/metrics")
+	exported, err := scrape.Get(context.Background(), "http://"+adapter+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range slices.Sorted(maps.Keys(knownMetrics)) {
 		src := knownMetrics[name]
 		switch {
-		case src == adapterAny && !exported[name]:
+		case src == adapterAny && exported[name] == nil:
 			t.Errorf("the adapter does not export %s", name)
-		case src == adapterPending && exported[name]:
+		case src == adapterPending && exported[name] != nil:
 			t.Logf("%s is exported now: switch it to adapterAny in metrics_test.go", name)
 		case src == adapterPending || src == adapterHBase:
 			t.Logf("%s: not exported by this adapter (pending feature or HBase only); its queries are not checked", name)
@@ -189,26 +192,6 @@ func remoteWrite(t *testing.T, base string, series []prompb.TimeSeries) int {
 	return resp.StatusCode
 }
 
-// scrapeNames returns the metric families /metrics exports.
-func scrapeNames(t *testing.T, url string) map[string]bool {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse %s: %v", url, err)
-	}
-	names := map[string]bool{}
-	for n := range fams {
-		names[n] = true
-	}
-	return names
-}
-
 // startPrometheus runs Prometheus scraping the adapter and itself every
 // second, writing to the adapter and reading through it, with the alert rules
 // loaded; it returns its base URL once the adapter has been scraped a few
@@ -265,7 +248,7 @@ remote_read:
 
 // checkPanelsHaveData queries every panel's expression as Grafana would
 // (all adapters, a 10s rate window for 1s scrapes).
-func checkPanelsHaveData(t *testing.T, prom string, exported map[string]bool) {
+func checkPanelsHaveData(t *testing.T, prom string, exported scrape.Page) {
 	t.Helper()
 	checked := 0
 	for _, q := range loadDashboard(t) {
@@ -275,7 +258,7 @@ func checkPanelsHaveData(t *testing.T, prom string, exported map[string]bool) {
 			t.Errorf("%s: %v", q, err)
 			continue
 		}
-		if slices.ContainsFunc(names, func(n string) bool { return knownMetrics[n] != scrapeSynthetic && !exported[n] }) {
+		if slices.ContainsFunc(names, func(n string) bool { return knownMetrics[n] != scrapeSynthetic && exported[n] == nil }) {
 			continue // logged above: a metric this adapter does not export
 		}
 		res, err := promQuery(context.Background(), prom, expr, time.Time{})

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prom-hbase/prom-hbase/internal/scrape"
 	"github.com/prometheus/prometheus/prompb"
 )
 
@@ -31,7 +32,7 @@ func (s *suite) compactionRounds() {
 	cells := map[string]float64{}
 	for _, m := range s.adapterMetrics() {
 		for _, l := range []string{"xor", "packed", "dense", "histogram"} {
-			cells[l] += m.labeled("promhbase_compactor_cells_written_total", `layout="`+l+`"`)
+			cells[l] += m.Sum("promhbase_compactor_cells_written_total", "layout", l)
 		}
 	}
 	t.Logf("compactors: cells written by layout: %v", cells)
@@ -86,9 +87,9 @@ func (s *suite) waitCompacted(minDeleted float64) compactorState {
 	for {
 		var st compactorState
 		for _, m := range s.adapterMetrics() {
-			st.hours += m.get("promhbase_compactor_series_hours_total", "")
-			st.deleted += m.get("promhbase_compactor_raw_cells_deleted_total", "")
-			st.lag = max(st.lag, m.get("promhbase_compactor_lag_seconds", ""))
+			st.hours += m.Sum("promhbase_compactor_series_hours_total")
+			st.deleted += m.Sum("promhbase_compactor_raw_cells_deleted_total")
+			st.lag = max(st.lag, m.Sum("promhbase_compactor_lag_seconds"))
 		}
 		if st.hours > 0 && st.lag == 0 && st.deleted >= minDeleted {
 			return st
@@ -101,10 +102,10 @@ func (s *suite) waitCompacted(minDeleted float64) compactorState {
 }
 
 // adapterMetrics scrapes the metrics of every adapter of the suite.
-func (s *suite) adapterMetrics() []metrics {
-	out := make([]metrics, 0, len(s.adapterURLs))
+func (s *suite) adapterMetrics() []scrape.Page {
+	out := make([]scrape.Page, 0, len(s.adapterURLs))
 	for _, url := range s.adapterURLs {
-		m, err := scrapeMetrics(s.ctx, url+"/metrics")
+		m, err := scrape.Get(s.ctx, url+"/metrics")
 		if err != nil {
 			s.t.Fatalf("metrics of %s: %v", url, err)
 		}
@@ -120,7 +121,7 @@ func (s *suite) waitRawSweep() {
 	for {
 		sweeps := 0.0
 		for _, m := range s.adapterMetrics() {
-			sweeps += m.get("promhbase_compactor_raw_sweeps_total", "")
+			sweeps += m.Sum("promhbase_compactor_raw_sweeps_total")
 		}
 		if sweeps > 0 {
 			s.t.Logf("compactors: raw family swept %.0f times", sweeps)

@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prom-hbase/prom-hbase/hbase/hbasetest"
+	"github.com/prom-hbase/prom-hbase/internal/scrape"
 	"github.com/prometheus/prometheus/prompb"
 )
 
@@ -315,13 +314,13 @@ func (s *suite) waitCaughtUp(at time.Time) {
 	t := s.t
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		m, err := scrapeMetrics(s.ctx, s.a.base+"/metrics")
+		m, err := scrape.Get(s.ctx, s.a.base+"/metrics")
 		if err != nil {
 			t.Fatalf("metrics of A: %v", err)
 		}
 		behind := []string{}
 		for _, q := range []string{"rw1", "rw2"} {
-			sent := m.get("prometheus_remote_storage_queue_highest_sent_timestamp_seconds", q)
+			sent := m.Sum("prometheus_remote_storage_queue_highest_sent_timestamp_seconds", "remote_name", q)
 			// The gauge holds whole seconds of the newest sample sent.
 			if sent < float64(at.Unix()+1) {
 				behind = append(behind, fmt.Sprintf("%s sent up to %.0f", q, sent))
@@ -332,7 +331,7 @@ func (s *suite) waitCaughtUp(at time.Time) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("A's queues did not catch up with %v: %s; failed samples rw1=%v rw2=%v", at.UTC(), strings.Join(behind, ", "),
-				m.get("prometheus_remote_storage_samples_failed_total", "rw1"), m.get("prometheus_remote_storage_samples_failed_total", "rw2"))
+				m.Sum("prometheus_remote_storage_samples_failed_total", "remote_name", "rw1"), m.Sum("prometheus_remote_storage_samples_failed_total", "remote_name", "rw2"))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -475,69 +474,6 @@ func (s *suite) report() string {
 // directSeries is a series the suite writes itself to the adapter and to A.
 func directSeries(name string, kv []string, samples ...prompb.Sample) prompb.TimeSeries {
 	return newSeries(append([]string{"__name__", name, "origin", "direct", "job", "e2e-direct"}, kv...), samples)
-}
-
-// metrics is a parsed /metrics page: lines by metric name.
-type metrics map[string][]string
-
-func scrapeMetrics(ctx context.Context, url string) (metrics, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	m := metrics{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		name, _, _ := strings.Cut(line, "{")
-		name, _, _ = strings.Cut(name, " ")
-		m[name] = append(m[name], line)
-	}
-	return m, sc.Err()
-}
-
-// get returns the value of metric name for the remote-write queue named
-// queue (or of the only line, when queue is empty); -1 when absent.
-func (m metrics) get(name, queue string) float64 {
-	for _, line := range m[name] {
-		if queue != "" && !strings.Contains(line, `remote_name="`+queue+`"`) {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			return -1
-		}
-		return v
-	}
-	return -1
-}
-
-// labeled sums the samples of metric name whose labels hold label (as
-// written in the exposition: name="value").
-func (m metrics) labeled(name, label string) float64 {
-	sum := 0.0
-	for _, line := range m[name] {
-		if !strings.Contains(line, label) {
-			continue
-		}
-		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			sum += v
-		}
-	}
-	return sum
 }
 
 // writeBoth writes series to the adapter (retrying as Prometheus would)

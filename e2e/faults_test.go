@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prom-hbase/prom-hbase/internal/scrape"
 	"github.com/prometheus/prometheus/prompb"
 )
 
@@ -172,7 +173,7 @@ func (s *suite) faultHBaseDown() {
 		t.Fatalf("scripts/hbase.sh (HBASE_RUN_DIR=%q) does not control the HBase at %s (it says %q, %v): export HBASE_RUN_DIR of that HBase",
 			hbaseRunDir(), s.zk, env, err)
 	}
-	before, err := scrapeMetrics(s.ctx, s.a.base+"/metrics")
+	before, err := scrape.Get(s.ctx, s.a.base+"/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,15 +226,15 @@ func (s *suite) faultHBaseDown() {
 	}
 	at := s.pin()
 	caughtUp := time.Since(back)
-	after, err := scrapeMetrics(s.ctx, s.a.base+"/metrics")
+	after, err := scrape.Get(s.ctx, s.a.base+"/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var retried []string
 	for _, q := range []string{"rw1", "rw2"} {
-		d := after.get("prometheus_remote_storage_samples_retried_total", q) - before.get("prometheus_remote_storage_samples_retried_total", q)
+		d := after.Sum("prometheus_remote_storage_samples_retried_total", "remote_name", q) - before.Sum("prometheus_remote_storage_samples_retried_total", "remote_name", q)
 		retried = append(retried, fmt.Sprintf("%s %.0f", q, d))
-		if failed := after.get("prometheus_remote_storage_samples_failed_total", q); failed > 0 {
+		if failed := after.Sum("prometheus_remote_storage_samples_failed_total", "remote_name", q); failed > 0 {
 			t.Errorf("HBase down: A's queue %s dropped %.0f samples as failed (a 4xx from the adapter?)", q, failed)
 		}
 	}

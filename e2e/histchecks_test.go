@@ -1,5 +1,7 @@
 package e2e
 
+import "github.com/prom-hbase/prom-hbase/internal/scrape"
+
 // checkNative is the part of a round that PromQL cannot see: the
 // native-histogram history read back from the adapter as the SAMPLES
 // answer carries it (reset hints and integer or float kind included), and
@@ -11,13 +13,13 @@ func (s *suite) checkNative(round string) {
 	if d := s.native.checkStored(s.ctx, s.adapterURLs[1]+"/api/v1/read"); d != "" {
 		t.Errorf("round %s: native-histogram history read back (SAMPLES) differs from what was written:\n%s", round, d)
 	}
-	m, err := scrapeMetrics(s.ctx, s.a.base+"/metrics")
+	m, err := scrape.Get(s.ctx, s.a.base+"/metrics")
 	if err != nil {
 		t.Fatalf("metrics of A: %v", err)
 	}
 	for _, q := range []string{"rw1", "rw2"} {
-		sent := m.get("prometheus_remote_storage_histograms_total", q)
-		failed := m.get("prometheus_remote_storage_histograms_failed_total", q)
+		sent := m.Sum("prometheus_remote_storage_histograms_total", "remote_name", q)
+		failed := m.Sum("prometheus_remote_storage_histograms_failed_total", "remote_name", q)
 		if sent <= 0 || failed != 0 {
 			t.Errorf("round %s: A's queue %s sent %.0f histograms, %.0f of them failed; want some sent and none failed", round, q, sent, failed)
 		}

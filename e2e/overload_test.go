@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/prom-hbase/prom-hbase/hbase/hbasetest"
+	"github.com/prom-hbase/prom-hbase/internal/scrape"
 )
 
 // TestOverloadSixteenSenders is issue 12's overload demonstration: sixteen
@@ -209,19 +210,13 @@ func pollGauge(url, name string, highest *atomic.Int64, stop <-chan struct{}) {
 			return
 		case <-time.After(20 * time.Millisecond):
 		}
-		resp, err := http.Get(url)
+		m, err := scrape.Get(context.Background(), url)
 		if err != nil {
 			continue
 		}
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-				if f, err := strconv.ParseFloat(v, 64); err == nil && int64(f) > highest.Load() {
-					highest.Store(int64(f))
-				}
-			}
+		if f := m.Sum(name); int64(f) > highest.Load() {
+			highest.Store(int64(f))
 		}
-		resp.Body.Close()
 	}
 }
 

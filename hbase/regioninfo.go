@@ -110,6 +110,12 @@ func ParseMetaRow(cells []hrpc.Cell) (*RegionInfo, error) {
 	if r == nil {
 		return nil, fmt.Errorf("meta row without info:regioninfo")
 	}
+	if len(r.End) > 0 && bytes.Compare(r.Start, r.End) >= 0 {
+		// No region HBase writes; cached, it would answer for rows it
+		// cannot hold.
+		return nil, fmt.Errorf("meta row %s: region ends at %s, not after its start %s",
+			hrpc.QuoteKey(r.Name), hrpc.QuoteKey(r.End), hrpc.QuoteKey(r.Start))
+	}
 	r.Addr = addr
 	r.StartCode = startCode
 	return r, nil

@@ -46,6 +46,15 @@ func TestParseMetaRow(t *testing.T) {
 	if _, err := ParseMetaRow([]hrpc.Cell{{Row: []byte("x"), Family: []byte("info"), Qualifier: []byte("regioninfo"), Value: []byte("nope")}}); err == nil {
 		t.Error("regioninfo without PBUF accepted")
 	}
+	info.Split = nil
+	info.StartKey, info.EndKey = []byte("t"), []byte("m")
+	if r, err := ParseMetaRow(metaCells("tbl,t,1.x.", info, "h:1", 0)); err == nil {
+		t.Errorf("region ending before its start accepted: %v", r)
+	}
+	info.EndKey = []byte("t")
+	if r, err := ParseMetaRow(metaCells("tbl,t,1.x.", info, "h:1", 0)); err == nil {
+		t.Errorf("empty region accepted: %v", r)
+	}
 	if _, err := ParseMetaRow([]hrpc.Cell{{Row: []byte("x"), Family: []byte("table"), Qualifier: []byte("state"), Value: []byte{8, 0}}}); err == nil {
 		t.Error("row without regioninfo accepted")
 	}

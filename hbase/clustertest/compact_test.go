@@ -1,13 +1,10 @@
 package clustertest
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math"
 	"net/http"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/prom-hbase/prom-hbase/hbase"
+	"github.com/prom-hbase/prom-hbase/internal/scrape"
 )
 
 // The compactor is the one part of the adapter that deletes what was
@@ -276,36 +274,9 @@ func waitCompactorPast(t *testing.T, url string, above float64, within time.Dura
 // when it has none).
 func scrapeMetric(t *testing.T, url, name string) float64 {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
+	m, err := scrape.Get(context.Background(), url+"/metrics")
 	if err != nil {
-		t.Fatalf("scrape %s: %v", url, err)
+		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	sum := 0.0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		metric, rest, ok := strings.Cut(line, " ")
-		if !ok || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if i := strings.IndexByte(metric, '{'); i >= 0 {
-			// Label values may hold spaces: the value is after the last one.
-			metric = metric[:i]
-			rest = line[strings.LastIndexByte(line, ' ')+1:]
-		}
-		if metric != name {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-		if err != nil {
-			t.Fatalf("scrape %s: %q: %v", url, line, err)
-		}
-		sum += v
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("scrape %s: %v", url, err)
-	}
-	return sum
+	return m.Sum(name)
 }

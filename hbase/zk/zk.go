@@ -81,7 +81,9 @@ func ParseZnode(data []byte, m proto.Message) error {
 }
 
 func serverOf(s *pb.ServerName) (Server, error) {
-	if s.GetHostName() == "" || s.GetPort() == 0 {
+	// The field is a uint32: a port past 65535 is a corrupt znode, which
+	// would otherwise surface as a dial error on every retry.
+	if s.GetHostName() == "" || s.GetPort() == 0 || s.GetPort() > 65535 {
 		return Server{}, fmt.Errorf("%w: server %q port %d", ErrZnode, s.GetHostName(), s.GetPort())
 	}
 	return Server{Host: s.GetHostName(), Port: int(s.GetPort()), StartCode: s.GetStartCode()}, nil

@@ -40,9 +40,10 @@ func TestParse(t *testing.T) {
 			binary.BigEndian.PutUint32(b[1:], 1000)
 			return b
 		}(),
-		"no magic":  append([]byte{0xFF, 0, 0, 0, 0}, "XBUF"...),
-		"no server": znode("id", &pb.Master{Master: &pb.ServerName{HostName: proto.String("")}}),
-		"bad proto": append([]byte{0xFF, 0, 0, 0, 0, 'P', 'B', 'U', 'F'}, 0x0a, 0x50),
+		"no magic":        append([]byte{0xFF, 0, 0, 0, 0}, "XBUF"...),
+		"no server":       znode("id", &pb.Master{Master: &pb.ServerName{HostName: proto.String("")}}),
+		"port past 65535": znode("id", &pb.Master{Master: &pb.ServerName{HostName: proto.String("rs1"), Port: proto.Uint32(70000)}}),
+		"bad proto":       append([]byte{0xFF, 0, 0, 0, 0, 'P', 'B', 'U', 'F'}, 0x0a, 0x50),
 	} {
 		if _, err := ParseMaster(data); !errors.Is(err, ErrZnode) {
 			t.Errorf("%s: got %v, want ErrZnode", name, err)
