@@ -10,33 +10,23 @@ import (
 	"github.com/prom-hbase/prom-hbase/hbase/pb"
 )
 
-// condBatchOps is what CheckAndPutBatch asks of a batch, for n puts of row
-// rows[i], recording outcomes in written.
-func condBatchOps(t *testing.T, rows []string, written []bool) *batchOps {
+// testCondBatchOps is condBatchOps for n puts of row rows[i], recording
+// outcomes in written.
+func testCondBatchOps(t *testing.T, rows []string, written []bool) *batchOps {
 	t.Helper()
-	puts := make([]CondPut, len(rows))
-	conds := make([]*pb.Condition, len(rows))
+	puts := make([]CondMutation, len(rows))
 	for i, row := range rows {
-		puts[i] = CondPut{Put: &hrpc.Mutation{Type: hrpc.MutationPut, Row: []byte(row), Cells: []hrpc.MutationCell{{
+		puts[i] = CondMutation{Mutation: &hrpc.Mutation{Type: hrpc.MutationPut, Row: []byte(row), Cells: []hrpc.MutationCell{{
 			Family: []byte("f"), Qualifier: []byte("q"), Timestamp: hrpc.LatestTimestamp, Type: hrpc.TypePut, Value: []byte("v")}}},
 			Family: []byte("f"), Qualifier: []byte("q")}
-		var err error
-		if conds[i], err = hrpc.ValueCondition(puts[i].Put.Row, puts[i].Family, puts[i].Qualifier, nil); err != nil {
-			t.Fatal(err)
-		}
 	}
-	return &batchOps{
-		n:    len(rows),
-		row:  func(i int) []byte { return puts[i].Put.Row },
-		size: func(int) int { return 1 },
-		add: func(b *hrpc.Multi, region []byte, index uint32, i int) {
-			put := *puts[i].Put
-			put.Durability = pb.MutationProto_ASYNC_WAL
-			b.AddCondMutation(region, index, &put, conds[i])
-		},
-		barrier:     func(b *hrpc.Multi, region []byte, i int) { addBarrier(b, region, puts[i].Family, puts[i].Put.Row) },
-		onProcessed: func(i int, processed bool) { written[i] = processed },
+	ops, err := condBatchOps(puts, written)
+	if err != nil {
+		t.Fatal(err)
 	}
+	// One byte an action, so that tests size Multis by action counts.
+	ops.size = func(int) int { return 1 }
+	return ops
 }
 
 // planChunks is the Multis a batch of the grouped actions sends, one per
@@ -60,7 +50,7 @@ func TestChunksEndEachRunWithABarrier(t *testing.T) {
 	r2 := &RegionInfo{Table: "t", Name: []byte("t,m,1.b"), Start: []byte("m"), Addr: "rs1:16020"}
 	r3 := &RegionInfo{Table: "t", Name: []byte("t,t,1.c"), Start: []byte("t"), Addr: "rs2:16020"}
 	rows := []string{"a", "b", "c", "n", "o", "u"}
-	ops := condBatchOps(t, rows, make([]bool, len(rows)))
+	ops := testCondBatchOps(t, rows, make([]bool, len(rows)))
 	chunks := planChunks(map[*RegionInfo][]int{r1: {0, 1, 2}, r2: {3, 4}, r3: {5}}, ops)
 	if len(chunks) != 2 {
 		t.Fatalf("%d chunks, want one per server", len(chunks))
@@ -106,7 +96,7 @@ func TestFailedBarrierRetriesItsRun(t *testing.T) {
 	r2 := &RegionInfo{Table: "t", Name: []byte("t,m,1.b"), Start: []byte("m"), Addr: "rs1:16020"}
 	rows := []string{"a", "b", "n", "o"}
 	written := make([]bool, len(rows))
-	ops := condBatchOps(t, rows, written)
+	ops := testCondBatchOps(t, rows, written)
 	byRegion := map[*RegionInfo][]int{r1: {0, 1}, r2: {2, 3}}
 	ch := planChunks(byRegion, ops)[0]
 	cond := func(processed bool) *pb.RegionActionResult {

@@ -114,63 +114,77 @@ func (c *Client) GetBatch(ctx context.Context, table string, gets []*hrpc.Get) (
 	return out, nil
 }
 
-// CondPut is one conditional put of CheckAndPutBatch: Put is applied only
-// if the cell (Put.Row, Family, Qualifier) holds Expected, or is absent (or
-// empty, HBase cannot tell) when Expected is empty.
-type CondPut struct {
-	Put                         *hrpc.Mutation
+// CondMutation is one conditional mutation of CheckAndMutateBatch: the
+// put or delete Mutation is applied only if the cell (Mutation.Row, Family,
+// Qualifier) holds Expected, or is absent (or empty, HBase cannot tell)
+// when Expected is empty.
+type CondMutation struct {
+	Mutation                    *hrpc.Mutation
 	Family, Qualifier, Expected []byte
 }
 
-// CheckAndPutBatch applies conditional puts of any rows of a table, each
-// as CheckAndPut would, with one Multi per region server: every put is a
-// RegionAction of its own with its condition (HBase 2.4 and later), and
-// only the actions that failed are retried, as in MutateBatch.
+// CheckAndMutateBatch applies conditional puts and deletes of any rows of
+// a table, each as CheckAndPut would, with one Multi per region server:
+// every mutation is a RegionAction of its own with its condition (HBase
+// 2.4 and later), and only the actions that failed are retried, as in
+// MutateBatch.
 //
-// The puts go with ASYNC_WAL durability, and each region's run of them in a
-// Multi ends with a barrier (see addBarrier) that syncs the region's WAL:
-// a region server handles a Multi's region actions in order, and a WAL sync
-// makes every entry appended before it durable, so each put, and each value
-// a refused put saw, is durable once the barrier is answered. A conditional
-// put that syncs its own WAL entry costs HBase about five times as much (it
-// waits for the sync alone), which made new-series bursts slow. When a
-// barrier fails, every action of its run is retried: a retry finds what
-// the first attempt left (see below).
+// The mutations go with ASYNC_WAL durability, and each region's run of
+// them in a Multi ends with a barrier (see addBarrier) that syncs the
+// region's WAL: a region server handles a Multi's region actions in order,
+// and a WAL sync makes every entry appended before it durable, so each
+// mutation, and each value a refused one saw, is durable once the barrier
+// is answered. A conditional put that syncs its own WAL entry costs HBase
+// about five times as much (it waits for the sync alone), which made
+// new-series bursts slow. When a barrier fails, every action of its run is
+// retried: a retry finds what the first attempt left (see below).
 //
-// written[i] is the server's answer to the last attempt of puts[i]. When an
+// written[i] is the server's answer to the last attempt of muts[i]. When an
 // earlier attempt may have been applied (its answer was lost), the retry
 // checks the condition against what that attempt left, so it reports false
-// while the put is in place: false means "not written by the attempt that
-// answered". On a *BatchError, the failed puts report false and their
+// while a put is in place: false means "not written by the attempt that
+// answered". On a *BatchError, the failed mutations report false and their
 // outcome is unknown.
-func (c *Client) CheckAndPutBatch(ctx context.Context, table string, puts []CondPut) ([]bool, error) {
-	conds := make([]*pb.Condition, len(puts))
-	for i, p := range puts {
-		if err := p.Put.Check(); err != nil {
+func (c *Client) CheckAndMutateBatch(ctx context.Context, table string, muts []CondMutation) ([]bool, error) {
+	for i, m := range muts {
+		if err := m.Mutation.Check(); err != nil {
 			return nil, err
 		}
-		if p.Put.Type != hrpc.MutationPut {
-			return nil, fmt.Errorf("check-and-put batch: action %d is a %v, not a put", i, p.Put.Type)
+		if m.Mutation.Type != hrpc.MutationPut && m.Mutation.Type != hrpc.MutationDelete {
+			return nil, fmt.Errorf("check-and-mutate batch: action %d is a %v, not a put or a delete", i, m.Mutation.Type)
 		}
+	}
+	written := make([]bool, len(muts))
+	ops, err := condBatchOps(muts, written)
+	if err != nil {
+		return nil, err
+	}
+	return written, c.batch(ctx, table, ops)
+}
+
+// condBatchOps is what CheckAndMutateBatch asks of a batch: each mutation
+// a conditional RegionAction, ASYNC_WAL, each region's run ended by a
+// barrier; outcomes go to written.
+func condBatchOps(muts []CondMutation, written []bool) (*batchOps, error) {
+	conds := make([]*pb.Condition, len(muts))
+	for i, m := range muts {
 		var err error
-		if conds[i], err = hrpc.ValueCondition(p.Put.Row, p.Family, p.Qualifier, p.Expected); err != nil {
+		if conds[i], err = hrpc.ValueCondition(m.Mutation.Row, m.Family, m.Qualifier, m.Expected); err != nil {
 			return nil, err
 		}
 	}
-	written := make([]bool, len(puts))
-	err := c.batch(ctx, table, &batchOps{
-		n:    len(puts),
-		row:  func(i int) []byte { return puts[i].Put.Row },
-		size: func(i int) int { return puts[i].Put.CellsSize() + 64 + len(puts[i].Expected) },
+	return &batchOps{
+		n:    len(muts),
+		row:  func(i int) []byte { return muts[i].Mutation.Row },
+		size: func(i int) int { return muts[i].Mutation.CellsSize() + 64 + len(muts[i].Expected) },
 		add: func(b *hrpc.Multi, region []byte, index uint32, i int) {
-			put := *puts[i].Put
-			put.Durability = pb.MutationProto_ASYNC_WAL
-			b.AddCondMutation(region, index, &put, conds[i])
+			m := *muts[i].Mutation
+			m.Durability = pb.MutationProto_ASYNC_WAL
+			b.AddCondMutation(region, index, &m, conds[i])
 		},
-		barrier:     func(b *hrpc.Multi, region []byte, i int) { addBarrier(b, region, puts[i].Family, puts[i].Put.Row) },
+		barrier:     func(b *hrpc.Multi, region []byte, i int) { addBarrier(b, region, muts[i].Family, muts[i].Mutation.Row) },
 		onProcessed: func(i int, processed bool) { written[i] = processed },
-	})
-	return written, err
+	}, nil
 }
 
 // barrierQualifier names the column a barrier deletes: no caller's column.

@@ -14,10 +14,10 @@ func BenchmarkCheckAndPutBatch(b *testing.B) {
 	c := benchClient(b)
 	table := testTable(b, c, benchSplits()...)
 	ctx := context.Background()
-	puts := make([]CondPut, benchRowsPerPut)
+	puts := make([]CondMutation, benchRowsPerPut)
 	for i := range puts {
-		puts[i] = CondPut{
-			Put: &hrpc.Mutation{Type: hrpc.MutationPut, Cells: []hrpc.MutationCell{{
+		puts[i] = CondMutation{
+			Mutation: &hrpc.Mutation{Type: hrpc.MutationPut, Cells: []hrpc.MutationCell{{
 				Family: []byte("f"), Qualifier: []byte("id"), Timestamp: hrpc.LatestTimestamp, Type: hrpc.TypePut, Value: make([]byte, 8)}}},
 			Family: []byte("f"), Qualifier: []byte("id"),
 		}
@@ -26,9 +26,9 @@ func BenchmarkCheckAndPutBatch(b *testing.B) {
 	meter := startMeter()
 	for n := 0; n < b.N; n++ {
 		for i := range puts {
-			puts[i].Put.Row = benchRow(nil, n*benchRowsPerPut+i)
+			puts[i].Mutation.Row = benchRow(nil, n*benchRowsPerPut+i)
 		}
-		written, err := c.CheckAndPutBatch(ctx, table, puts)
+		written, err := c.CheckAndMutateBatch(ctx, table, puts)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -254,11 +254,11 @@ func TestCheckAndPutBatchLostAnswer(t *testing.T) {
 	p := newLossyProxy(t, r.Addr, 1)
 	routeThrough(t, c, table, []byte("a"), p.addr())
 	rows := []string{"a1", "n1", "a2", "n2", "a3"}
-	puts := make([]CondPut, len(rows))
+	puts := make([]CondMutation, len(rows))
 	for i, row := range rows {
-		puts[i] = CondPut{Put: put(row, "f", "id", "v-"+row), Family: []byte("f"), Qualifier: []byte("id")}
+		puts[i] = CondMutation{Mutation: put(row, "f", "id", "v-"+row), Family: []byte("f"), Qualifier: []byte("id")}
 	}
-	written, err := c.CheckAndPutBatch(ctx, table, puts)
+	written, err := c.CheckAndMutateBatch(ctx, table, puts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,14 +300,14 @@ func TestCheckAndPutBatchStaleRegions(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := c.Stats().Relocations
-	puts := make([]CondPut, n)
+	puts := make([]CondMutation, n)
 	for i := range puts {
-		puts[i] = CondPut{Put: put(rowKey(i), "f", "lock", "mine"), Family: []byte("f"), Qualifier: []byte("lock")}
+		puts[i] = CondMutation{Mutation: put(rowKey(i), "f", "lock", "mine"), Family: []byte("f"), Qualifier: []byte("lock")}
 		if i%4 == 0 {
 			puts[i].Expected = []byte("held")
 		}
 	}
-	written, err := c.CheckAndPutBatch(ctx, table, puts)
+	written, err := c.CheckAndMutateBatch(ctx, table, puts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,6 +75,9 @@ func (discardTable) CheckAndPutBatch(context.Context, []table.CondPut) ([]bool, 
 	return nil, errDiscard
 }
 func (discardTable) DeleteVersions(context.Context, []table.Cell) error { return nil }
+func (discardTable) CheckAndDeleteBatch(context.Context, []table.CondDelete) ([]bool, error) {
+	return nil, errDiscard
+}
 
 // benchBatch is a remote-write-like batch: nSeries series of a node-exporter
 // shape with perSeries samples each, 15 s apart.

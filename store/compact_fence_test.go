@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,31 +12,142 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/prom-hbase/prom-hbase/cellcodec"
 	"github.com/prom-hbase/prom-hbase/table"
 )
 
-// stallTable holds a compactor's first write of chunk cells, as a process
-// that stalls just as it sends them would, until released; then it makes
-// the write whatever the compactor's context says by then, as bytes already
-// on their way do.
+// stallTable holds a compactor's first conditional write of one kind, its
+// chunk puts (CheckAndPutBatch) or, with deletes set, its deletions
+// (CheckAndDeleteBatch), as a process that stalls just as it sends it
+// would, until released; then it makes the call whatever the compactor's
+// context says by then, as bytes already on their way do.
 type stallTable struct {
 	table.Table
+	deletes          bool
 	once             sync.Once
 	stalled, release chan struct{}
-	written          []bool // the held write's outcome
+	applied          []bool // the held call's outcome
 	err              error
 }
 
-func (t *stallTable) CheckAndPutBatch(ctx context.Context, puts []table.CondPut) ([]bool, error) {
+func newStallTable(t table.Table, deletes bool) *stallTable {
+	return &stallTable{Table: t, deletes: deletes, stalled: make(chan struct{}), release: make(chan struct{})}
+}
+
+// hold reports whether this call is the one held, once it is released.
+func (t *stallTable) hold() bool {
 	held := false
 	t.once.Do(func() { held = true })
-	if !held {
+	if held {
+		close(t.stalled)
+		<-t.release
+	}
+	return held
+}
+
+func (t *stallTable) CheckAndPutBatch(ctx context.Context, puts []table.CondPut) ([]bool, error) {
+	if t.deletes || !t.hold() {
 		return t.Table.CheckAndPutBatch(ctx, puts)
 	}
-	close(t.stalled)
-	<-t.release
-	t.written, t.err = t.Table.CheckAndPutBatch(context.Background(), puts)
-	return t.written, t.err
+	t.applied, t.err = t.Table.CheckAndPutBatch(context.Background(), puts)
+	return t.applied, t.err
+}
+
+func (t *stallTable) CheckAndDeleteBatch(ctx context.Context, dels []table.CondDelete) ([]bool, error) {
+	if !t.deletes || !t.hold() {
+		return t.Table.CheckAndDeleteBatch(ctx, dels)
+	}
+	t.applied, t.err = t.Table.CheckAndDeleteBatch(context.Background(), dels)
+	return t.applied, t.err
+}
+
+// fenceCase is the stage of the fencing tests: one series-hour two days
+// old, written but for its 101st sample, which comes late.
+type fenceCase struct {
+	s       *Store
+	clock   *testClock
+	cfg     CompactorConfig
+	first   int64 // the hour's first millisecond
+	ls      []labels.Label
+	samples []Sample
+	late    Sample
+}
+
+func newFenceCase(t *testing.T, db table.DB, prefix string, lateV float64) *fenceCase {
+	s, clock := clockedStore(t, db, Config{TablePrefix: prefix})
+	f := &fenceCase{s: s, clock: clock,
+		cfg:   CompactorConfig{Grace: 10 * time.Minute, Lease: 4 * time.Second, Quiet: MarkRefresh + time.Second, BatchRows: 3, Rate: -1, now: clock.now},
+		first: (time.Now().Add(-48*time.Hour).UnixMilli() / hour) * hour,
+		ls:    lbls("__name__", "fenced", "job", "x"),
+	}
+	for i := range 240 {
+		if i != 100 {
+			f.samples = append(f.samples, Sample{T: f.first + int64(i)*15_000, V: float64(i) * 1.5})
+		}
+	}
+	f.late = Sample{T: f.first + 100*15_000, V: lateV}
+	f.write(t, f.samples...)
+	f.clock.advance(f.cfg.Quiet + time.Second)
+	return f
+}
+
+func (f *fenceCase) write(t *testing.T, samples ...Sample) {
+	t.Helper()
+	if err := f.s.Write(context.Background(), []SeriesIn{{Labels: f.ls, Samples: samples}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fenceCase) read(t *testing.T) string {
+	return collect(t, f.s.Select(context.Background(), Query{Start: f.first, End: f.first + hour,
+		Matchers: []*labels.Matcher{mustMatcher(t, labels.MatchEqual, "__name__", "fenced")}}))
+}
+
+// checkAll checks that the hour reads every sample, the late one too.
+func (f *fenceCase) checkAll(t *testing.T, when string) {
+	t.Helper()
+	want := collected([]SeriesIn{{Labels: f.ls, Samples: append(slices.Clone(f.samples[:100]), append([]Sample{f.late}, f.samples[100:]...)...)}})
+	if got := f.read(t); got != want {
+		t.Fatalf("%s the hour reads:\n%.1000s\nwant:\n%.1000s", when, got, want)
+	}
+}
+
+// passResult is how a compactor's pass ended.
+type passResult struct {
+	st  PassStats
+	err error
+	log strings.Builder
+}
+
+// startStalled starts a pass of compactor A on st, which holds one of its
+// calls, and waits until it is held; xorOnly is A's float-chunks setting.
+func (f *fenceCase) startStalled(t *testing.T, st *stallTable, xorOnly bool) <-chan *passResult {
+	res := &passResult{}
+	cfg := f.cfg
+	cfg.Logger = slog.New(slog.NewTextHandler(&res.log, nil))
+	a, err := newCompactor(f.s.layout, st, f.s.todo.t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.plan.xorOnly = xorOnly
+	done := make(chan *passResult, 1)
+	go func() { res.st, res.err = a.Pass(context.Background()); done <- res }()
+	<-st.stalled
+	return done
+}
+
+// checkRefused releases A's held call and checks that it was refused, and
+// that A's pass failed one bucket-hour for it, deleting nothing.
+func checkRefused(t *testing.T, st *stallTable, done <-chan *passResult) {
+	t.Helper()
+	close(st.release)
+	res := <-done
+	if st.err != nil || len(st.applied) != 1 || st.applied[0] {
+		t.Fatalf("A's stale call: applied %v, %v; want refused", st.applied, st.err)
+	}
+	if res.err != nil || res.st.Errors != 1 || res.st.RawCellsDeleted != 0 || res.st.MarksDeleted != 0 || !strings.Contains(res.log.String(), errFenced.Error()) {
+		t.Errorf("A's pass: %+v, %v, logged %q; want one failed bucket-hour, for errFenced, and nothing deleted", res.st, res.err, res.log.String())
+	}
 }
 
 // TestCompactStaleHolderFenced: compactor A reads an hour row and stalls
@@ -48,75 +160,92 @@ func (t *stallTable) CheckAndPutBatch(ctx context.Context, puts []table.CondPut)
 func TestCompactStaleHolderFenced(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
 		ctx := context.Background()
-		s, clock := clockedStore(t, db, Config{TablePrefix: prefix})
-		cfg := CompactorConfig{Grace: 10 * time.Minute, Lease: 4 * time.Second, Quiet: MarkRefresh + time.Second, BatchRows: 3, Rate: -1, now: clock.now}
-		first := (time.Now().Add(-48*time.Hour).UnixMilli() / hour) * hour
-		ls := lbls("__name__", "fenced", "job", "x")
-		var samples []Sample
-		for i := range 240 {
-			if i != 100 {
-				samples = append(samples, Sample{T: first + int64(i)*15_000, V: float64(i) * 1.5})
-			}
-		}
-		if err := s.Write(ctx, []SeriesIn{{Labels: ls, Samples: samples}}); err != nil {
-			t.Fatal(err)
-		}
-		clock.advance(cfg.Quiet + time.Second)
-
-		st := &stallTable{Table: s.data, stalled: make(chan struct{}), release: make(chan struct{})}
-		var logA strings.Builder
-		cfgA := cfg
-		cfgA.Logger = slog.New(slog.NewTextHandler(&logA, nil))
-		a, err := newCompactor(s.layout, st, s.todo.t, cfgA)
-		if err != nil {
-			t.Fatal(err)
-		}
-		type passResult struct {
-			st  PassStats
-			err error
-		}
-		aDone := make(chan passResult, 1)
-		go func() { st, err := a.Pass(ctx); aDone <- passResult{st, err} }()
-		<-st.stalled
-		late := Sample{T: first + 100*15_000, V: 12345.25}
-		if err := s.Write(ctx, []SeriesIn{{Labels: ls, Samples: []Sample{late}}}); err != nil {
-			t.Fatal(err)
-		}
-		clock.advance(cfg.Quiet + cfg.Lease + time.Second) // A's lease is over, the late mark quiet
-		b, err := newCompactor(s.layout, s.data, s.todo.t, cfg)
+		f := newFenceCase(t, db, prefix, 12345.25)
+		st := newStallTable(f.s.data, false)
+		aDone := f.startStalled(t, st, false)
+		f.write(t, f.late)
+		f.clock.advance(f.cfg.Quiet + f.cfg.Lease + time.Second) // A's lease is over, the late mark quiet
+		b, err := newCompactor(f.s.layout, f.s.data, f.s.todo.t, f.cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if stB, err := b.Pass(ctx); err != nil || stB.SeriesHours != 1 || stB.RawCellsDeleted != 240 {
 			t.Fatalf("B's pass: %+v, %v; want the row folded, its 240 raw cells deleted", stB, err)
 		}
-		read := func() string {
-			return collect(t, s.Select(ctx, Query{Start: first, End: first + hour, Matchers: []*labels.Matcher{mustMatcher(t, labels.MatchEqual, "__name__", "fenced")}}))
-		}
-		want := read()
-		lateStr := fmt.Sprintf("%d:%s", late.T, pointString(late.V))
-		if !strings.Contains(want, lateStr) {
-			t.Fatalf("after B's fold the late sample is missing:\n%s", want)
-		}
-
-		close(st.release)
-		resA := <-aDone
-		if st.err != nil || len(st.written) != 1 || st.written[0] {
-			t.Fatalf("A's stale write: written %v, %v; want refused", st.written, st.err)
-		}
-		if resA.err != nil || resA.st.Errors != 1 || resA.st.RawCellsDeleted != 0 || resA.st.MarksDeleted != 0 || !strings.Contains(logA.String(), errFenced.Error()) {
-			t.Errorf("A's pass: %+v, %v, logged %q; want one failed bucket-hour, for errFenced, and nothing deleted", resA.st, resA.err, logA.String())
-		}
-		if got := read(); got != want {
-			t.Fatalf("after A's stale write:\n%s\nwant what B left:\n%s", got, want)
-		}
+		f.checkAll(t, "after B's fold")
+		checkRefused(t, st, aDone)
+		f.checkAll(t, "after A's stale write")
 		// Nothing is left to do: B folded it all, A deleted nothing.
-		clock.advance(cfg.Quiet + cfg.Lease)
+		f.clock.advance(f.cfg.Quiet + f.cfg.Lease)
 		if stC, err := b.Pass(ctx); err != nil || stC.SeriesHours != 0 || stC.Pending != 0 {
 			t.Fatalf("a pass after both: %+v, %v", stC, err)
 		}
-		if got := read(); got != want {
-			t.Fatalf("after a last pass:\n%s\nwant:\n%s", got, want)
+		f.checkAll(t, "after a last pass")
+	})
+}
+
+// rowEncodings lists the encodings of the chunk cells of every data row,
+// in order.
+func rowEncodings(t *testing.T, s *Store) []string {
+	t.Helper()
+	var out []string
+	sc := s.data.Scan(context.Background(), table.ScanOptions{})
+	defer sc.Close()
+	for sc.Next() {
+		for _, c := range sc.At().Cells {
+			if cellcodec.IsChunkQualifier(c.Qualifier) {
+				out = append(out, fmt.Sprintf("%#x", c.Qualifier[1]))
+			}
 		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestCompactStaleDeletesFenced: an hour folded into a dense cell; a late
+// sample inside it; compactor A, set to write XOR chunks only (an operator
+// switching --storage.float-chunks across a fleet), folds the row into a
+// packed XOR cell of the same time range and stalls just as it deletes the
+// dense cell and the late raw cell; A's lease runs out, and compactor B
+// (dense cells allowed) folds the row again into a dense cell, of the same
+// qualifier and timestamp as the one A is deleting, and deletes A's XOR
+// cell and the raw cell. A's held deletion of that version would now
+// delete B's dense cell, and with it every sample of the series-hour: it
+// must be refused, and A's pass must fail.
+func TestCompactStaleDeletesFenced(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
+		ctx := context.Background()
+		f := newFenceCase(t, db, prefix, 150)
+		b, err := newCompactor(f.s.layout, f.s.data, f.s.todo.t, f.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := b.Pass(ctx); err != nil || st.SeriesHours != 1 {
+			t.Fatalf("first fold: %+v, %v", st, err)
+		}
+		dense, packed := fmt.Sprintf("%#x", byte(cellcodec.EncDenseFloat)), fmt.Sprintf("%#x", byte(cellcodec.EncPackedXOR))
+		if got := rowEncodings(t, f.s); !slices.Equal(got, []string{dense}) {
+			t.Fatalf("after the first fold the row holds chunk cells %v, want one dense cell", got)
+		}
+		f.write(t, f.late)
+		f.clock.advance(f.cfg.Quiet + time.Second)
+
+		st := newStallTable(f.s.data, true)
+		aDone := f.startStalled(t, st, true)
+		if got := rowEncodings(t, f.s); !slices.Equal(got, []string{packed, dense}) {
+			t.Fatalf("with A's deletions held the row holds chunk cells %v, want A's packed XOR cell beside the dense one", got)
+		}
+		f.clock.advance(f.cfg.Quiet + f.cfg.Lease + time.Second) // A's lease is over
+		if stB, err := b.Pass(ctx); err != nil || stB.SeriesHours != 1 || stB.RawCellsDeleted != 1 {
+			t.Fatalf("B's pass: %+v, %v; want the row folded, its late raw cell deleted", stB, err)
+		}
+		if got := rowEncodings(t, f.s); !slices.Equal(got, []string{dense}) {
+			t.Fatalf("after B's fold the row holds chunk cells %v, want one dense cell", got)
+		}
+		f.checkAll(t, "after B's fold")
+		checkRefused(t, st, aDone)
+		f.checkAll(t, "after A's stale deletion")
 	})
 }

@@ -169,7 +169,7 @@ func (c *Compactor) compactMetric(ctx context.Context, l *lease, salt byte, metr
 const maxPendingDeletes = 16384
 
 // pendingDeletes are the deletions of folds whose chunks are written:
-// steps (2) and (3) of compactPlan for several batches of rows, up to a
+// step (2) of compactPlan for several batches of rows, up to a
 // bucket-hour's. Deleting them together rather than batch by batch costs
 // the embedded store one range-deletion commit where it cost one a batch:
 // Pebble fragments every range deletion of its memtable again for the
@@ -179,20 +179,52 @@ const maxPendingDeletes = 16384
 // larger Multis. Killed before they land, the rows read the same (see
 // compactPlan) and keep their marks.
 type pendingDeletes struct {
-	chunks, raw []table.Cell
-	rows        int
+	cells []table.Cell // each row's old chunk cells, then its raw cells
+	del   []pendingRow // the rows with cells to delete
+	rows  int          // rows folded, with deletions or without
+	raw   int          // raw cells among cells
+	conds []table.CondDelete
+}
+
+// pendingRow is one row's deletions, cells[from:to], and the cell that
+// guards them: (family, qualifier) must still hold wrote.
+type pendingRow struct {
+	from, to  int
+	raw       int
+	family    string
+	qualifier []byte
+	wrote     []byte
 }
 
 func (d *pendingDeletes) add(p *compactPlan) {
-	d.chunks = append(d.chunks, p.delChunks...)
-	d.raw = append(d.raw, p.delRaw...)
+	for _, f := range p.fences {
+		from := len(d.cells)
+		d.cells = append(d.cells, p.delChunks[f.chunksFrom:f.chunksTo]...)
+		d.cells = append(d.cells, p.delRaw[f.rawFrom:f.rawTo]...)
+		if len(d.cells) > from {
+			d.del = append(d.del, pendingRow{from: from, to: len(d.cells), raw: f.rawTo - f.rawFrom,
+				family: f.family, qualifier: f.qualifier, wrote: f.wrote})
+		}
+	}
+	d.raw += len(p.delRaw)
 	d.rows += p.rows
 }
 
+// condDeletes returns one conditional deletion a row, in d's scratch.
+func (d *pendingDeletes) condDeletes() []table.CondDelete {
+	d.conds = d.conds[:0]
+	for _, r := range d.del {
+		d.conds = append(d.conds, table.CondDelete{Row: d.cells[r.from].Row, Family: r.family, Qualifier: r.qualifier,
+			Expected: r.wrote, Delete: d.cells[r.from:r.to]})
+	}
+	return d.conds
+}
+
 func (d *pendingDeletes) reset() {
-	clear(d.chunks)
-	clear(d.raw)
-	d.chunks, d.raw, d.rows = d.chunks[:0], d.raw[:0], 0
+	clear(d.cells)
+	clear(d.del)
+	clear(d.conds)
+	d.cells, d.del, d.conds, d.rows, d.raw = d.cells[:0], d.del[:0], d.conds[:0], 0, 0
 }
 
 // apply writes c.plan's chunk cells under the lease and queues its
@@ -214,7 +246,7 @@ func (c *Compactor) apply(ctx context.Context, l *lease, st *PassStats) error {
 		c.m.cells.WithLabelValues(cellLayouts[i]).Add(float64(n))
 	}
 	c.dels.add(p)
-	if len(c.dels.chunks)+len(c.dels.raw) >= maxPendingDeletes {
+	if len(c.dels.cells) >= maxPendingDeletes {
 		return c.flushDeletes(ctx, l, st)
 	}
 	return nil
@@ -234,8 +266,7 @@ var errFenced = errors.New("row rewritten by another compactor since it was read
 // condition turns that write into a refusal. A refused row fails the
 // bucket-hour, and this batch's deletions are not queued: the rows of
 // earlier batches were written by this compactor, and their deletions
-// still go (flushDeletes), under the lease's guard, which refuses them
-// once the lease has run out, as it has when another took over.
+// still go (flushDeletes), each fenced in the same way.
 func (c *Compactor) putFenced(ctx context.Context, p *compactPlan) error {
 	conds := c.conds[:0]
 	for _, f := range p.fences {
@@ -255,37 +286,52 @@ func (c *Compactor) putFenced(ctx context.Context, p *compactPlan) error {
 	return nil
 }
 
-// flushDeletes deletes the pending deletions under the lease, the replaced
-// chunks before the raw cells (compactPlan's order), and empties the queue
+// flushDeletes deletes the pending deletions under the lease, each row's
+// replaced chunks and raw cells in one deletion, and empties the queue
 // whatever happens: deletions that failed are redone by a later pass, which
 // finds the rows' marks.
+//
+// Each row's deletion is fenced as its put was (putFenced), on the same
+// cell, which must still hold what this compactor wrote there. A holder
+// that stalls past its lease's end with deletions on their way would
+// otherwise have them land after another compactor folded the row again:
+// deleting an old chunk's exact version can delete a new chunk of the same
+// qualifier and timestamp (a row folded into a dense cell, then an XOR
+// one, then a dense one again), whose raw cells are gone. A refused row
+// fails the bucket-hour; its cells are the other compactor's to delete.
 func (c *Compactor) flushDeletes(ctx context.Context, l *lease, st *PassStats) error {
 	d := &c.dels
 	defer d.reset()
 	if d.rows == 0 {
 		return nil
 	}
-	steps := []struct {
-		what  string
-		cells []table.Cell
-	}{
-		{"delete replaced chunks", d.chunks},
-		{"delete raw cells", d.raw},
-	}
-	for _, s := range steps {
-		if len(s.cells) == 0 {
-			continue
+	rows, raw := d.rows, d.raw
+	var refused error
+	if len(d.del) > 0 {
+		conds := d.condDeletes()
+		var deleted []bool
+		del := func(ctx context.Context) (err error) {
+			deleted, err = c.data.CheckAndDeleteBatch(ctx, conds)
+			return err
 		}
-		del := func(ctx context.Context) error { return c.data.DeleteVersions(ctx, s.cells) }
 		if err := c.guarded(ctx, l, del); err != nil {
-			return fmt.Errorf("%s of %d rows: %w", s.what, d.rows, err)
+			return fmt.Errorf("delete replaced chunks and raw cells of %d rows: %w", len(conds), err)
+		}
+		for i, ok := range deleted {
+			if !ok {
+				rows--
+				raw -= d.del[i].raw
+				if refused == nil {
+					refused = fmt.Errorf("%w: row %x", errFenced, conds[i].Row)
+				}
+			}
 		}
 	}
-	st.SeriesHours += d.rows
-	st.RawCellsDeleted += len(d.raw)
-	c.m.seriesHours.Add(float64(d.rows))
-	c.m.rawDeleted.Add(float64(len(d.raw)))
-	return nil
+	st.SeriesHours += rows
+	st.RawCellsDeleted += raw
+	c.m.seriesHours.Add(float64(rows))
+	c.m.rawDeleted.Add(float64(raw))
+	return refused
 }
 
 // guarded runs one destructive call under the lease (see lease.guard).

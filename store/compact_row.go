@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"slices"
 
@@ -10,12 +11,13 @@ import (
 )
 
 // compactPlan is what compacting a batch of hour rows writes and deletes,
-// in this order: the new chunk cells, then the old chunk cells they
-// replace, then the raw cells they fold in. The chunks go in one call; the
-// deletions wait in pendingDeletes, with those of the next batches, and
-// then go in one call each. Killed between any two steps the rows read the
-// same: until the raw cells go they win over any chunk, and an old chunk
-// beside a new one agrees with it wherever no raw cell overrides both.
+// in this order: the new chunk cells, then, row by row in one deletion
+// each, the old chunk cells they replace and the raw cells they fold in.
+// The chunks go in one call; the deletions wait in pendingDeletes, with
+// those of the next batches, and then go in one call. Killed between the
+// two the rows read the same: until the raw cells go they win over any
+// chunk, and an old chunk beside a new one agrees with it wherever no raw
+// cell overrides both.
 type compactPlan struct {
 	puts      []table.Cell          // new chunk cells
 	delChunks []table.Cell          // old chunk cells no new one overwrites
@@ -47,15 +49,19 @@ type compactPlan struct {
 	xorBuf []byte
 }
 
-// rowFence is one row's share of a plan's puts, puts[from:to], and the
-// cell that must still hold what the compactor read for them to be written
-// (Compactor.putFenced): the first cell they write, with the value the row
-// held there when read, nil when it held none.
+// rowFence is one row's share of a plan's puts, puts[from:to], and of its
+// deletions, delChunks[chunksFrom:chunksTo] and delRaw[rawFrom:rawTo], and
+// the cell that guards them: the first cell the puts write. The puts are
+// written only while it holds expected, what the row held there when read
+// (nil when it held none; Compactor.putFenced); the deletions go only while
+// it holds wrote, the value the puts wrote there (Compactor.flushDeletes).
 type rowFence struct {
-	from, to  int
-	family    string
-	qualifier []byte
-	expected  []byte
+	from, to             int
+	chunksFrom, chunksTo int
+	rawFrom, rawTo       int
+	family               string
+	qualifier            []byte
+	expected, wrote      []byte
 }
 
 func (p *compactPlan) reset() {
@@ -106,6 +112,7 @@ func (p *compactPlan) addRow(key []byte, hourMillis int64, cells []table.Cell) e
 		return err
 	}
 	newPuts := p.puts[nPuts:]
+	nChunks, nRaw := len(p.delChunks), len(p.delRaw)
 	p.keptRaw = append(p.keptRaw[:0], make([]bool, len(p.keep))...)
 	for i := range cells {
 		c := &cells[i]
@@ -131,14 +138,24 @@ func (p *compactPlan) addRow(key []byte, hourMillis int64, cells []table.Cell) e
 		}
 	}
 	p.putKeptFromChunks(key, hourMillis)
-	if len(p.puts) > nPuts {
-		first := &p.puts[nPuts]
-		f := rowFence{from: nPuts, to: len(p.puts), family: first.Family, qualifier: first.Qualifier}
-		if c := findCell(cells, first.Family, first.Qualifier); c != nil {
-			f.expected = c.Value
+	if len(p.puts) == nPuts {
+		// Every sample of a row that changes goes into a new chunk or stays
+		// a raw cell that the row keeps; deletions with nothing written
+		// would lose them, and would have no cell to guard them.
+		if len(p.delChunks) > nChunks || len(p.delRaw) > nRaw {
+			p.delChunks, p.delRaw = p.delChunks[:nChunks], p.delRaw[:nRaw]
+			return fmt.Errorf("row %x: the fold writes nothing yet deletes cells", key)
 		}
-		p.fences = append(p.fences, f)
+		p.rows++
+		return nil
 	}
+	first := &p.puts[nPuts]
+	f := rowFence{from: nPuts, to: len(p.puts), chunksFrom: nChunks, chunksTo: len(p.delChunks), rawFrom: nRaw, rawTo: len(p.delRaw),
+		family: first.Family, qualifier: first.Qualifier, wrote: first.Value}
+	if c := findCell(cells, first.Family, first.Qualifier); c != nil {
+		f.expected = c.Value
+	}
+	p.fences = append(p.fences, f)
 	p.rows++
 	return nil
 }

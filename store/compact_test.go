@@ -70,6 +70,13 @@ func (t faultTable) DeleteVersions(ctx context.Context, cells []table.Cell) erro
 	return t.Table.DeleteVersions(ctx, cells)
 }
 
+func (t faultTable) CheckAndDeleteBatch(ctx context.Context, dels []table.CondDelete) ([]bool, error) {
+	if err := t.f.enter(); err != nil {
+		return nil, err
+	}
+	return t.Table.CheckAndDeleteBatch(ctx, dels)
+}
+
 func (t faultTable) Get(ctx context.Context, family string, keys [][]byte) ([]table.Row, error) {
 	if err := t.f.enter(); err != nil {
 		return nil, err
@@ -791,18 +798,32 @@ func TestRawMemstoreFlattenedHBase(t *testing.T) {
 	checkHourBits(t, s, "after the second pass", "c", h0, c)
 }
 
-// deleteCounter counts a table's DeleteVersions calls and their cells.
+// deleteCounter counts a table's deletions by version (DeleteVersions and
+// CheckAndDeleteBatch calls) and their cells.
 type deleteCounter struct {
 	table.Table
 	mu    sync.Mutex
 	calls []int // cells per call, in order
 }
 
-func (t *deleteCounter) DeleteVersions(ctx context.Context, cells []table.Cell) error {
+func (t *deleteCounter) count(n int) {
 	t.mu.Lock()
-	t.calls = append(t.calls, len(cells))
+	t.calls = append(t.calls, n)
 	t.mu.Unlock()
+}
+
+func (t *deleteCounter) DeleteVersions(ctx context.Context, cells []table.Cell) error {
+	t.count(len(cells))
 	return t.Table.DeleteVersions(ctx, cells)
+}
+
+func (t *deleteCounter) CheckAndDeleteBatch(ctx context.Context, dels []table.CondDelete) ([]bool, error) {
+	n := 0
+	for _, d := range dels {
+		n += len(d.Delete)
+	}
+	t.count(n)
+	return t.Table.CheckAndDeleteBatch(ctx, dels)
 }
 
 // TestCompactorDeletesPerBucketHour: a pass deletes the folded cells of a
@@ -842,7 +863,7 @@ func TestCompactorDeletesPerBucketHour(t *testing.T) {
 	// Rows of 240 cells: the 69th brings the queue to 16,560.
 	first := (maxPendingDeletes + samples - 1) / samples * samples
 	if want := []int{first, series*samples - first}; !slices.Equal(data.calls, want) {
-		t.Errorf("DeleteVersions calls of %v cells, want %v", data.calls, want)
+		t.Errorf("deletion calls of %v cells, want %v", data.calls, want)
 	}
 	q := Query{Start: h0, End: h0 + hour - 1, Matchers: []*labels.Matcher{mustMatcher(t, labels.MatchRegexp, "__name__", ".+")}}
 	if got, want := collect(t, s.Select(ctx, q)), collected(in); got != want {

@@ -234,6 +234,13 @@ func (t *timedTable) DeleteVersions(ctx context.Context, cells []table.Cell) err
 	return t.Table.DeleteVersions(ctx, cells)
 }
 
+func (t *timedTable) CheckAndDeleteBatch(ctx context.Context, dels []table.CondDelete) ([]bool, error) {
+	for _, d := range dels {
+		t.del(time.Now(), d.Delete)
+	}
+	return t.Table.CheckAndDeleteBatch(ctx, dels)
+}
+
 // TestEarlyReadAcrossRecentHours reads a range with marked hours on both
 // sides of the early read's age limit (late samples in a compacted old
 // hour, raw cells in recent ones) and compacted hours: every sample comes

@@ -137,6 +137,15 @@ type Table interface {
 	// LatestTimestamp is refused. The compactor uses it to remove exactly the
 	// raw cells it folded into a chunk.
 	DeleteVersions(ctx context.Context, cells []Cell) error
+	// CheckAndDeleteBatch applies each conditional deletion, as
+	// DeleteVersions would, only where the cell (Row, Family, Qualifier)
+	// holds Expected (absent when Expected is nil), in as few round trips as
+	// the backend can (HBase: as CheckAndPutBatch). Each deletion is atomic
+	// within its row. A batch names a row at most once (CheckCondDeletes), so
+	// every condition is checked against the table as the batch found it.
+	// deleted[i] reports whether dels[i] was applied. On error the outcome
+	// of some is unknown; applying one twice is applying it once.
+	CheckAndDeleteBatch(ctx context.Context, dels []CondDelete) (deleted []bool, err error)
 }
 
 // RowRangeDeleter is a Table that can remove every cell of ranges of rows
@@ -241,6 +250,41 @@ func Ungrouped(ranges []RowRange) [][]RowRange {
 		out[i] = ranges[i : i+1 : i+1]
 	}
 	return out
+}
+
+// CondDelete is one conditional deletion of CheckAndDeleteBatch: the
+// versions Delete (cells of Row, each with its family and exact timestamp,
+// as DeleteVersions takes them) are removed only if the cell (Row, Family,
+// Qualifier) holds Expected, or is absent when Expected is nil.
+type CondDelete struct {
+	Row       []byte
+	Family    string
+	Qualifier []byte
+	Expected  []byte
+	Delete    []Cell
+}
+
+// CheckCondDeletes checks what CheckAndDeleteBatch asks of its deletions:
+// each of its own row, and some cells, all of that row (HBase reads a
+// delete of no cells as a delete of the whole row).
+func CheckCondDeletes(dels []CondDelete) error {
+	seen := make(map[string]struct{}, len(dels))
+	for i := range dels {
+		d := &dels[i]
+		if _, dup := seen[string(d.Row)]; dup {
+			return fmt.Errorf("conditional deletions %d and an earlier one name the same row %q", i, d.Row)
+		}
+		seen[string(d.Row)] = struct{}{}
+		if len(d.Delete) == 0 {
+			return fmt.Errorf("conditional deletion %d of row %q has no cells", i, d.Row)
+		}
+		for j := range d.Delete {
+			if !bytes.Equal(d.Delete[j].Row, d.Row) {
+				return fmt.Errorf("conditional deletion %d: cell %d is in row %q, not %q", i, j, d.Delete[j].Row, d.Row)
+			}
+		}
+	}
+	return nil
 }
 
 // CondPut is one conditional write of CheckAndPutBatch: Put (cells of Row)

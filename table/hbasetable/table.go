@@ -225,16 +225,16 @@ func (t *Table) CheckAndPutBatch(ctx context.Context, puts []table.CondPut) ([]b
 	if len(puts) == 0 {
 		return []bool{}, nil
 	}
-	cps := make([]hbase.CondPut, len(puts))
+	cps := make([]hbase.CondMutation, len(puts))
 	for i := range puts {
 		p := &puts[i]
 		m, err := putMutation(p.Row, p.Put)
 		if err != nil {
 			return nil, err
 		}
-		cps[i] = hbase.CondPut{Put: m, Family: []byte(p.Family), Qualifier: p.Qualifier, Expected: p.Expected}
+		cps[i] = hbase.CondMutation{Mutation: m, Family: []byte(p.Family), Qualifier: p.Qualifier, Expected: p.Expected}
 	}
-	written, err := t.c.CheckAndPutBatch(ctx, t.name, cps)
+	written, err := t.c.CheckAndMutateBatch(ctx, t.name, cps)
 	if err != nil {
 		return written, fmt.Errorf("hbasetable: check-and-put %d rows in %s: %w", len(puts), t.name, err)
 	}
@@ -262,4 +262,46 @@ func (t *Table) DeleteVersions(ctx context.Context, cells []table.Cell) error {
 		return fmt.Errorf("hbasetable: delete %d versions from %s: %w", len(cells), t.name, err)
 	}
 	return nil
+}
+
+// versionDelete is the delete mutation of exactly the versions cells (of
+// one row, each with a family and an exact timestamp).
+func versionDelete(cells []table.Cell) (hrpc.Mutation, error) {
+	m := hrpc.Mutation{Type: hrpc.MutationDelete, Cells: make([]hrpc.MutationCell, len(cells))}
+	for i := range cells {
+		c := &cells[i]
+		if c.Timestamp == table.LatestTimestamp || c.Family == "" {
+			return m, fmt.Errorf("cell %d: want a family and an exact timestamp", i)
+		}
+		m.Cells[i] = hrpc.MutationCell{Family: []byte(c.Family), Qualifier: c.Qualifier, Timestamp: c.Timestamp, Type: hrpc.TypeDelete}
+	}
+	return m, nil
+}
+
+// CheckAndDeleteBatch applies the conditional deletions with one Multi per
+// region server, each a delete mutation of its row under its condition. On
+// error, deleted holds the outcomes known.
+func (t *Table) CheckAndDeleteBatch(ctx context.Context, dels []table.CondDelete) ([]bool, error) {
+	if len(dels) == 0 {
+		return []bool{}, nil
+	}
+	if err := table.CheckCondDeletes(dels); err != nil {
+		return nil, fmt.Errorf("hbasetable: check-and-delete in %s: %w", t.name, err)
+	}
+	slab := make([]hrpc.Mutation, len(dels))
+	cms := make([]hbase.CondMutation, len(dels))
+	for i := range dels {
+		d := &dels[i]
+		var err error
+		if slab[i], err = versionDelete(d.Delete); err != nil {
+			return nil, fmt.Errorf("hbasetable: check-and-delete in %s, deletion %d: %w", t.name, i, err)
+		}
+		slab[i].Row = d.Row
+		cms[i] = hbase.CondMutation{Mutation: &slab[i], Family: []byte(d.Family), Qualifier: d.Qualifier, Expected: d.Expected}
+	}
+	deleted, err := t.c.CheckAndMutateBatch(ctx, t.name, cms)
+	if err != nil {
+		return deleted, fmt.Errorf("hbasetable: check-and-delete %d rows in %s: %w", len(dels), t.name, err)
+	}
+	return deleted, nil
 }

@@ -93,36 +93,165 @@ func (t *tbl) DeleteVersions(ctx context.Context, cells []table.Cell) error {
 	if len(cells) == 0 {
 		return nil
 	}
-	fams := make([]byte, len(cells))
-	var stripes stripeSet
-	for i := range cells {
-		c := &cells[i]
-		fam, err := t.family(c.Family)
-		if err != nil {
-			return fmt.Errorf("delete versions: %w", err)
-		}
-		if len(c.Row) == 0 || c.Timestamp == table.LatestTimestamp {
-			return fmt.Errorf("delete versions in %q: cell %d: want a row key and an exact timestamp", t.name, i)
-		}
-		fams[i] = fam
-		stripes |= t.db.locks.stripe(t.id, c.Row)
+	fams, stripes, err := t.versionCells(cells, nil, 0)
+	if err != nil {
+		return fmt.Errorf("delete versions: %w", err)
 	}
-	b := t.db.pdb.NewBatch()
-	defer b.Close()
 	t.db.locks.lock(stripes)
 	defer t.db.locks.unlock(stripes)
-	// One iterator for all the reads: cells come sorted, or nearly, and a
-	// seek from a nearby position is much cheaper than a Get.
 	it, err := t.db.pdb.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: t.prefix, UpperBound: t.end})
 	if err != nil {
 		return fmt.Errorf("delete versions in %q: %w", t.name, err)
 	}
 	defer it.Close()
-	var r deleteRun
+	return t.deleteLocked(it, [][]table.Cell{cells}, fams)
+}
+
+// CheckAndDeleteBatch implements table.Table. It takes the row locks of
+// every deletion at once, checks the conditions against the table as it
+// stands, and deletes the versions of those that passed as DeleteVersions
+// does, in one synced batch.
+func (t *tbl) CheckAndDeleteBatch(ctx context.Context, dels []table.CondDelete) ([]bool, error) {
+	if err := t.db.check(ctx); err != nil {
+		return nil, err
+	}
+	deleted := make([]bool, len(dels))
+	if len(dels) == 0 {
+		return deleted, nil
+	}
+	if err := table.CheckCondDeletes(dels); err != nil {
+		return nil, fmt.Errorf("check and delete batch in %q: %w", t.name, err)
+	}
+	condFams := make([]byte, len(dels))
+	var stripes stripeSet
+	var fams []byte
+	for i := range dels {
+		d := &dels[i]
+		fam, err := t.family(d.Family)
+		if err != nil {
+			return nil, fmt.Errorf("check and delete batch, deletion %d: %w", i, err)
+		}
+		if len(d.Row) == 0 {
+			return nil, fmt.Errorf("check and delete batch in %q, deletion %d: empty row key", t.name, i)
+		}
+		condFams[i] = fam
+		stripes |= t.db.locks.stripe(t.id, d.Row)
+		if fams, _, err = t.versionCells(d.Delete, fams, len(fams)); err != nil {
+			return nil, fmt.Errorf("check and delete batch, deletion %d: %w", i, err)
+		}
+	}
+	t.db.locks.lock(stripes)
+	defer t.db.locks.unlock(stripes)
+	// One iterator reads the conditions and then the cells to delete: a
+	// seek costs less than a Get, which opens an iterator of its own.
+	it, err := t.db.pdb.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: t.prefix, UpperBound: t.end})
+	if err != nil {
+		return nil, fmt.Errorf("check and delete batch in %q: %w", t.name, err)
+	}
+	defer it.Close()
+	now := t.db.nowMillis()
+	var groups [][]table.Cell // the deletions that pass, without copying their cells
+	var cellFams []byte
 	var key []byte
+	at := 0 // dels[i]'s families start at fams[at]
+	for i := range dels {
+		d := &dels[i]
+		key = appendCellKey(key[:0], t.id, d.Row, condFams[i], d.Qualifier)
+		holds, err := t.holds(it, key, condFams[i], now, d.Expected)
+		if err != nil {
+			return nil, fmt.Errorf("check and delete batch in %q: %w", t.name, err)
+		}
+		if holds {
+			groups = append(groups, d.Delete)
+			cellFams = append(cellFams, fams[at:at+len(d.Delete)]...)
+			deleted[i] = true
+		}
+		at += len(d.Delete)
+	}
+	if err := t.deleteLocked(it, groups, cellFams); err != nil {
+		return nil, err
+	}
+	return deleted, nil
+}
+
+// holds reports whether the cell of key (family byte fam) holds expected,
+// or is absent (or expired) when expected is nil, reading it with it.
+func (t *tbl) holds(it *pebble.Iterator, key []byte, fam byte, now int64, expected []byte) (bool, error) {
+	if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+		return expected == nil, it.Error()
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return false, err
+	}
+	if len(v) < tsLen {
+		return false, fmt.Errorf("corrupt cell value of %d bytes", len(v))
+	}
+	if !t.visible(fam, cellTimestamp(v), now) {
+		return expected == nil, nil
+	}
+	return expected != nil && bytes.Equal(v[tsLen:], expected), nil
+}
+
+// versionCells checks cells to delete by version and appends their
+// families' bytes to fams[:n]; it returns the row-lock stripes they need.
+func (t *tbl) versionCells(cells []table.Cell, fams []byte, n int) ([]byte, stripeSet, error) {
+	fams = fams[:n]
+	var stripes stripeSet
 	for i := range cells {
 		c := &cells[i]
-		key = appendCellKey(key[:0], t.id, c.Row, fams[i], c.Qualifier)
+		fam, err := t.family(c.Family)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(c.Row) == 0 || c.Timestamp == table.LatestTimestamp {
+			return nil, 0, fmt.Errorf("in %q: cell %d: want a row key and an exact timestamp", t.name, i)
+		}
+		fams = append(fams, fam)
+		stripes |= t.db.locks.stripe(t.id, c.Row)
+	}
+	return fams, stripes, nil
+}
+
+// deleteLocked deletes, of each cell of groups (its family byte in fams,
+// which runs over the groups' cells in order), the stored version when its
+// timestamp is the cell's, in one synced batch, reading them with it; the
+// caller holds the rows' locks. One iterator serves all the reads: cells
+// come sorted, or nearly, and a seek from a nearby position is much cheaper
+// than a Get.
+func (t *tbl) deleteLocked(it *pebble.Iterator, groups [][]table.Cell, fams []byte) error {
+	if len(fams) == 0 {
+		return nil
+	}
+	b := t.db.pdb.NewBatch()
+	defer b.Close()
+	var r deleteRun
+	at := 0 // the group's families start at fams[at]
+	for _, cells := range groups {
+		if err := t.deleteGroup(it, b, &r, cells, fams[at:at+len(cells)]); err != nil {
+			return err
+		}
+		at += len(cells)
+	}
+	if err := errors.Join(it.Error(), r.flush(b)); err != nil {
+		return fmt.Errorf("delete versions in %q: %w", t.name, err)
+	}
+	if b.Empty() {
+		return nil
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("delete %d versions in %q: %w", len(fams), t.name, err)
+	}
+	return nil
+}
+
+// deleteGroup adds to b, through r, the deletions of the cells (their
+// family bytes in fams) whose stored version is the one named.
+func (t *tbl) deleteGroup(it *pebble.Iterator, b *pebble.Batch, r *deleteRun, cells []table.Cell, fams []byte) error {
+	for i := range cells {
+		c := &cells[i]
+		r.key = appendCellKey(r.key[:0], t.id, c.Row, fams[i], c.Qualifier)
+		key := r.key
 		// The iterator stands on the cell after the run's last: this cell
 		// continues the run when it is that one and of the same row.
 		if !r.continues(it, key, c.Row) {
@@ -150,21 +279,13 @@ func (t *tbl) DeleteVersions(ctx context.Context, cells []table.Cell) error {
 		r.add(key, c.Row)
 		it.Next()
 	}
-	if err := errors.Join(it.Error(), r.flush(b)); err != nil {
-		return fmt.Errorf("delete versions in %q: %w", t.name, err)
-	}
-	if b.Empty() {
-		return nil
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("delete %d versions in %q: %w", len(cells), t.name, err)
-	}
 	return nil
 }
 
 // deleteRun collects the keys of cells to delete that are adjacent in key
 // order and of one row, for DeleteVersions.
 type deleteRun struct {
+	key   []byte // scratch: the cell's key
 	row   []byte
 	keys  [][]byte // copies, in arena
 	arena []byte

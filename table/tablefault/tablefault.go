@@ -116,6 +116,15 @@ func (t *Table) DeleteVersions(ctx context.Context, cells []table.Cell) error {
 	return t.call("delete versions", func() error { return t.Table.DeleteVersions(ctx, cells) })
 }
 
+func (t *Table) CheckAndDeleteBatch(ctx context.Context, dels []table.CondDelete) ([]bool, error) {
+	var deleted []bool
+	err := t.call("check-and-delete batch", func() (err error) { deleted, err = t.Table.CheckAndDeleteBatch(ctx, dels); return err })
+	if err != nil {
+		return nil, err
+	}
+	return deleted, nil
+}
+
 // DeleteRows forwards to a table.RowRangeDeleter (with faults);
 // errors.ErrUnsupported otherwise.
 func (t *Table) DeleteRows(ctx context.Context, ranges []table.RowRange) error {

@@ -108,6 +108,7 @@ type instrumentedTable struct {
 	t                                           table.Table
 	put, del, get, scan, increment, checkAndPut op
 	checkAndPutBatch, deleteVersions, delRows   op
+	checkAndDeleteBatch                         op
 }
 
 func newTable(t table.Table, name string, m *Metrics) *instrumentedTable {
@@ -120,9 +121,10 @@ func newTable(t table.Table, name string, m *Metrics) *instrumentedTable {
 		increment:   m.op("increment", name),
 		checkAndPut: m.op("check_and_put", name),
 
-		checkAndPutBatch: m.op("check_and_put_batch", name),
-		deleteVersions:   m.op("delete_versions", name),
-		delRows:          m.op("delete_rows", name),
+		checkAndPutBatch:    m.op("check_and_put_batch", name),
+		deleteVersions:      m.op("delete_versions", name),
+		checkAndDeleteBatch: m.op("check_and_delete_batch", name),
+		delRows:             m.op("delete_rows", name),
 	}
 }
 
@@ -166,6 +168,13 @@ func (t *instrumentedTable) CheckAndPutBatch(ctx context.Context, puts []table.C
 	written, err := t.t.CheckAndPutBatch(ctx, puts)
 	t.checkAndPutBatch.observe(start, err)
 	return written, err
+}
+
+func (t *instrumentedTable) CheckAndDeleteBatch(ctx context.Context, dels []table.CondDelete) ([]bool, error) {
+	start := time.Now()
+	deleted, err := t.t.CheckAndDeleteBatch(ctx, dels)
+	t.checkAndDeleteBatch.observe(start, err)
+	return deleted, err
 }
 
 func (t *instrumentedTable) DeleteVersions(ctx context.Context, cells []table.Cell) error {

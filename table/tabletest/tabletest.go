@@ -49,6 +49,7 @@ func Run(t *testing.T, newDB func(t testing.TB) table.DB) {
 		{"CheckAndPutBatch", testCheckAndPutBatch},
 		{"CheckAndPutBatchRetry", testCheckAndPutBatchRetry},
 		{"DeleteVersions", testDeleteVersions},
+		{"CheckAndDeleteBatch", testCheckAndDeleteBatch},
 		{"FirstCellAfterDeleteVersions", testFirstCellAfterDeleteVersions},
 		{"TTL", testTTL},
 		{"Describe", testDescribe},

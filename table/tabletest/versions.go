@@ -1,6 +1,7 @@
 package tabletest
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/prom-hbase/prom-hbase/table"
@@ -90,4 +91,90 @@ func testFirstCellAfterDeleteVersions(t *testing.T, s *suite) {
 	got := scan(t, tb, table.ScanOptions{KeyOnly: true, FirstCellOnly: true})
 	want := rowsOf(cell("r1", famA, "\x01chunk", ts+1, ""), cell("r3", famA, "\x00q2", ts+2, ""))
 	checkRows(t, "key-only first-cell scan after DeleteVersions", got, want)
+}
+
+// testCheckAndDeleteBatch: conditional deletions of exact versions across
+// regions, each applied only where its condition holds, atomically within
+// its row; a second application changes nothing more.
+func testCheckAndDeleteBatch(t *testing.T, s *suite) {
+	const buckets, rows = 4, 120
+	spec := s.saltedSpec(t, buckets)
+	for i := range spec.Families {
+		spec.Families[i].NewVersionBehavior = true
+	}
+	_, tb := s.createTable(t, spec)
+	ctx := t.Context()
+	ts := recentTS()
+	// Row i: a chunk cell (family b) "v" or "w" by i%3, two raw cells
+	// (family a) at ts and a third at ts+1. The deletion of row i expects
+	// chunk "v" (i%4 != 3: absent expected when i%4 == 2) and deletes raw
+	// q1 and q2 at ts and q3 at ts, whose stored version is ts+1.
+	var setup []table.Cell
+	dels := make([]table.CondDelete, rows)
+	wins := make([]bool, rows)
+	for i := range rows {
+		row := saltedRow(i, buckets)
+		chunk := "v"
+		if i%3 == 0 {
+			chunk = "w"
+		}
+		setup = append(setup, cell(row, famB, "chunk", ts, chunk),
+			cell(row, famA, "q1", ts, "1"), cell(row, famA, "q2", ts, "2"), cell(row, famA, "q3", ts+1, "3"))
+		var expected []byte
+		if i%4 != 2 {
+			expected = []byte("v")
+		}
+		wins[i] = expected != nil && chunk == "v"
+		dels[i] = table.CondDelete{Row: []byte(row), Family: famB, Qualifier: []byte("chunk"), Expected: expected,
+			Delete: []table.Cell{cell(row, famA, "q1", ts, ""), cell(row, famA, "q2", ts, ""), cell(row, famA, "q3", ts, "")}}
+	}
+	put(t, tb, setup...)
+	for attempt := range 2 {
+		deleted, err := tb.CheckAndDeleteBatch(ctx, dels)
+		if err != nil {
+			t.Fatalf("CheckAndDeleteBatch of %d (attempt %d): %v", rows, attempt+1, err)
+		}
+		if len(deleted) != rows {
+			t.Fatalf("CheckAndDeleteBatch of %d returned %d outcomes", rows, len(deleted))
+		}
+		keys := make([][]byte, rows)
+		for i := range dels {
+			keys[i] = dels[i].Row
+		}
+		got := get(t, tb, "", keys...)
+		bad := 0
+		for i := range rows {
+			var raw []string
+			for _, c := range got[i].Cells {
+				if c.Family == famA {
+					raw = append(raw, string(c.Qualifier))
+				}
+			}
+			want := "[q1 q2 q3]"
+			if wins[i] {
+				want = "[q3]" // its stored version is not the one named
+			}
+			if deleted[i] != wins[i] || fmt.Sprint(raw) != want || len(got[i].Cells) != len(raw)+1 {
+				if bad++; bad <= 5 {
+					t.Errorf("attempt %d, row %q (expected %q): deleted %v, cells%s; want deleted %v, raw %s and the chunk",
+						attempt+1, dels[i].Row, dels[i].Expected, deleted[i], rowsString(got[i:i+1]), wins[i], want)
+				}
+			}
+		}
+	}
+
+	if d, err := tb.CheckAndDeleteBatch(ctx, nil); err != nil || len(d) != 0 {
+		t.Errorf("CheckAndDeleteBatch of nothing: %v, %v", d, err)
+	}
+	for name, bad := range map[string][]table.CondDelete{
+		"a cell outside its row": {{Row: []byte("r"), Family: famB, Qualifier: []byte("chunk"), Delete: []table.Cell{cell("other", famA, "q1", ts, "")}}},
+		"a row twice": {{Row: []byte("r"), Family: famB, Qualifier: []byte("chunk"), Delete: []table.Cell{cell("r", famA, "q1", ts, "")}},
+			{Row: []byte("r"), Family: famB, Qualifier: []byte("chunk"), Delete: []table.Cell{cell("r", famA, "q2", ts, "")}}},
+		"no cells":             {{Row: []byte("r"), Family: famB, Qualifier: []byte("chunk")}},
+		"the latest timestamp": {{Row: []byte("r"), Family: famB, Qualifier: []byte("chunk"), Delete: []table.Cell{cell("r", famA, "q1", table.LatestTimestamp, "")}}},
+	} {
+		if _, err := tb.CheckAndDeleteBatch(ctx, bad); err == nil {
+			t.Errorf("CheckAndDeleteBatch with %s: no error", name)
+		}
+	}
 }
