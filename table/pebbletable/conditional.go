@@ -93,7 +93,7 @@ func (t *tbl) DeleteVersions(ctx context.Context, cells []table.Cell) error {
 	if len(cells) == 0 {
 		return nil
 	}
-	fams, stripes, err := t.versionCells(cells, nil, 0)
+	fams, stripes, err := t.versionCells(nil, cells)
 	if err != nil {
 		return fmt.Errorf("delete versions: %w", err)
 	}
@@ -136,7 +136,8 @@ func (t *tbl) CheckAndDeleteBatch(ctx context.Context, dels []table.CondDelete) 
 		}
 		condFams[i] = fam
 		stripes |= t.db.locks.stripe(t.id, d.Row)
-		if fams, _, err = t.versionCells(d.Delete, fams, len(fams)); err != nil {
+		// Every cell is in d.Row, whose stripe is taken above.
+		if fams, _, err = t.versionCells(fams, d.Delete); err != nil {
 			return nil, fmt.Errorf("check and delete batch, deletion %d: %w", i, err)
 		}
 	}
@@ -194,9 +195,8 @@ func (t *tbl) holds(it *pebble.Iterator, key []byte, fam byte, now int64, expect
 }
 
 // versionCells checks cells to delete by version and appends their
-// families' bytes to fams[:n]; it returns the row-lock stripes they need.
-func (t *tbl) versionCells(cells []table.Cell, fams []byte, n int) ([]byte, stripeSet, error) {
-	fams = fams[:n]
+// families' bytes to fams; it returns the row-lock stripes they need.
+func (t *tbl) versionCells(fams []byte, cells []table.Cell) ([]byte, stripeSet, error) {
 	var stripes stripeSet
 	for i := range cells {
 		c := &cells[i]
