@@ -185,13 +185,11 @@ func (t *tbl) holds(it *pebble.Iterator, key []byte, fam byte, now int64, expect
 	if err != nil {
 		return false, err
 	}
-	if len(v) < tsLen {
-		return false, fmt.Errorf("corrupt cell value of %d bytes", len(v))
+	cur, found, err := t.liveValue(v, fam, now)
+	if err != nil {
+		return false, err
 	}
-	if !t.visible(fam, cellTimestamp(v), now) {
-		return expected == nil, nil
-	}
-	return expected != nil && bytes.Equal(v[tsLen:], expected), nil
+	return found == (expected != nil) && bytes.Equal(cur, expected), nil
 }
 
 // versionCells checks cells to delete by version and appends their

@@ -302,13 +302,20 @@ func (t *tbl) readFrom(r pebble.Reader, key []byte, fam byte, now int64) ([]byte
 		return nil, false, err
 	}
 	defer closer.Close()
+	val, found, err := t.liveValue(v, fam, now)
+	return bytes.Clone(val), found, err
+}
+
+// liveValue returns the value of a stored cell v (timestamp, then value)
+// of family byte fam, and whether the cell is live at now (not expired).
+func (t *tbl) liveValue(v []byte, fam byte, now int64) ([]byte, bool, error) {
 	if len(v) < tsLen {
 		return nil, false, fmt.Errorf("corrupt cell value of %d bytes", len(v))
 	}
 	if !t.visible(fam, cellTimestamp(v), now) {
 		return nil, false, nil
 	}
-	return bytes.Clone(v[tsLen:]), true, nil
+	return v[tsLen:], true, nil
 }
 
 // CheckAndPut implements table.Table.
