@@ -249,3 +249,52 @@ func TestCompactStaleDeletesFenced(t *testing.T) {
 		f.checkAll(t, "after A's stale deletion")
 	})
 }
+
+// lostAnswerTable applies every conditional put batch twice and answers
+// with the second attempt's outcome, as the client does when the first
+// attempt's answer is lost and it retries: the retry finds its condition
+// changed by the first attempt, and reports the puts refused.
+type lostAnswerTable struct {
+	table.Table
+	retried int
+}
+
+func (t *lostAnswerTable) CheckAndPutBatch(ctx context.Context, puts []table.CondPut) ([]bool, error) {
+	if _, err := t.Table.CheckAndPutBatch(ctx, puts); err != nil {
+		return nil, err
+	}
+	t.retried++
+	return t.Table.CheckAndPutBatch(ctx, puts)
+}
+
+// TestCompactOwnRetryNotFenced: a compactor whose chunk put was applied by
+// an attempt whose answer was lost, and refused on the retry, finds its own
+// cells in place and goes on as written, deleting the raw cells it folded
+// (not a failed bucket-hour logged as a takeover). And where the row holds
+// other cells than its put, a refusal is still a fence: the compactor of
+// TestCompactStaleHolderFenced.
+func TestCompactOwnRetryNotFenced(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db table.DB, prefix string) {
+		f := newFenceCase(t, db, prefix, 0)
+		lt := &lostAnswerTable{Table: f.s.data}
+		var log strings.Builder
+		cfg := f.cfg
+		cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		a, err := newCompactor(f.s.layout, lt, f.s.todo.t, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := a.Pass(context.Background())
+		if err != nil || st.Errors != 0 || st.SeriesHours != 1 || st.RawCellsDeleted != len(f.samples) || lt.retried == 0 {
+			t.Fatalf("pass: %+v, %v, %d retried batches, logged %q; want the row folded and its %d raw cells deleted",
+				st, err, lt.retried, log.String(), len(f.samples))
+		}
+		want := collected([]SeriesIn{{Labels: f.ls, Samples: f.samples}})
+		if got := f.read(t); got != want {
+			t.Fatalf("after the pass the hour reads:\n%.1000s\nwant:\n%.1000s", got, want)
+		}
+		if got := rowEncodings(t, f.s); len(got) != 1 {
+			t.Fatalf("the row holds chunk cells %v, want one", got)
+		}
+	})
+}

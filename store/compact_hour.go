@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -263,10 +264,11 @@ var errFenced = errors.New("row rewritten by another compactor since it was read
 // lease's end may have its write land after another has taken over and
 // folded a later sample in: the same qualifier and timestamp, the stale
 // chunk would replace the newer one, whose raw cells are gone. The
-// condition turns that write into a refusal. A refused row fails the
-// bucket-hour, and this batch's deletions are not queued: the rows of
-// earlier batches were written by this compactor, and their deletions
-// still go (flushDeletes), each fenced in the same way.
+// condition turns that write into a refusal. A refused row (one that does
+// not hold the put: holdsPut) fails the bucket-hour, and this batch's
+// deletions are not queued: the rows of earlier batches were written by
+// this compactor, and their deletions still go (flushDeletes), each fenced
+// in the same way.
 func (c *Compactor) putFenced(ctx context.Context, p *compactPlan) error {
 	conds := c.conds[:0]
 	for _, f := range p.fences {
@@ -279,11 +281,53 @@ func (c *Compactor) putFenced(ctx context.Context, p *compactPlan) error {
 		return err
 	}
 	for i, w := range written {
-		if !w {
+		if w {
+			continue
+		}
+		mine, err := c.holdsPut(ctx, &conds[i])
+		if err != nil {
+			return fmt.Errorf("row %x refused its chunks; reading it back: %w", conds[i].Row, err)
+		}
+		if !mine {
 			return fmt.Errorf("%w: row %x", errFenced, conds[i].Row)
 		}
 	}
 	return nil
+}
+
+// holdsPut reports whether p's row holds every cell p puts, as the newest
+// version of its column: the put is in place. A conditional put refused
+// for that is this compactor's own, landed by an earlier attempt of the
+// same call whose answer was lost (a retry finds its condition changed by
+// the first attempt: table.Table.CheckAndPutBatch), not another
+// compactor's takeover, which writes other cells or other versions. Taking
+// it as written is what the first attempt's answer would have said; the
+// row's deletions are then fenced on the same cell as after any write.
+// Such refusals are rare (faults), so the read costs nothing in a pass.
+func (c *Compactor) holdsPut(ctx context.Context, p *table.CondPut) (bool, error) {
+	var fams []string
+	for i := range p.Put {
+		if !slices.Contains(fams, p.Put[i].Family) {
+			fams = append(fams, p.Put[i].Family)
+		}
+	}
+	for _, fam := range fams {
+		rows, err := c.data.Get(ctx, fam, [][]byte{p.Row})
+		if err != nil {
+			return false, err
+		}
+		for i := range p.Put {
+			want := &p.Put[i]
+			if want.Family != fam {
+				continue
+			}
+			got := findCell(rows[0].Cells, fam, want.Qualifier)
+			if got == nil || got.Timestamp != want.Timestamp || !bytes.Equal(got.Value, want.Value) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }
 
 // flushDeletes deletes the pending deletions under the lease, each row's
