@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/prom-hbase/prom-hbase/cellcodec"
@@ -37,8 +38,11 @@ func (d *rowDecoder) decodeHist(hourMillis int64, cells []table.Cell, mint, maxt
 		d.raw = append(d.raw, Sample{T: p.T})
 	}
 	d.points = append(d.points, d.rawP...)
+	reach := int64(math.MinInt64) // the latest MaxT of the chunks before i
 	for i, c := range d.chunks {
-		if passThrough && d.passable(i, mint, maxt) {
+		pass := passThrough && d.passable(i, reach, mint, maxt)
+		reach = max(reach, c.MaxT)
+		if pass {
 			d.pass = append(d.pass, c)
 			continue
 		}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -95,8 +96,11 @@ func (d *rowDecoder) decode(hourMillis int64, cells []table.Cell, mint, maxt int
 	// chunk's, or chunks overlapping. The common row (a dense cell, or XOR
 	// chunks cut by the range) is then never sorted.
 	sorted := true
+	reach := int64(math.MinInt64) // the latest MaxT of the chunks before i
 	for i, c := range d.chunks {
-		if passThrough && d.passable(i, mint, maxt) {
+		pass := passThrough && d.passable(i, reach, mint, maxt)
+		reach = max(reach, c.MaxT)
+		if pass {
 			d.pass = append(d.pass, c)
 			continue
 		}
@@ -121,13 +125,16 @@ func (d *rowDecoder) decode(hourMillis int64, cells []table.Cell, mint, maxt int
 // passable reports whether the i-th chunk can go out untouched: an XOR
 // chunk (a dense cell is decoded, and cut anew like raw samples) wholly
 // inside the range that no raw sample and no other chunk of the row
-// overlaps.
-func (d *rowDecoder) passable(i int, mint, maxt int64) bool {
+// overlaps. The chunks are sorted by MinT, and reach is the latest MaxT of
+// those before i: any of them may overlap it, not only the one just before, as between a refold's
+// two steps, when an old chunk of the whole hour lies beside the new ones
+// that cut it in two.
+func (d *rowDecoder) passable(i int, reach, mint, maxt int64) bool {
 	c := d.chunks[i]
 	if c.Encoding != chunkenc.EncXOR || c.MinT < mint || c.MaxT > maxt || c.NumSamples() == 0 {
 		return false
 	}
-	if i > 0 && d.chunks[i-1].MaxT >= c.MinT {
+	if reach >= c.MinT {
 		return false
 	}
 	if i+1 < len(d.chunks) && d.chunks[i+1].MinT <= c.MaxT {
