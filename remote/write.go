@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -412,7 +413,18 @@ func (h *writeHandler) learn(req *writeRequest) {
 // the request's buffers.
 func (h *writeHandler) callStore(ctx context.Context, call func(context.Context) error) (running <-chan error, err error) {
 	done := make(chan error, 1)
-	go func() { done <- call(ctx) }()
+	go func() {
+		// net/http recovers a handler's panics but not those of goroutines
+		// it starts: a bug in the store would otherwise end the process,
+		// and every request in flight with it, over one request.
+		defer func() {
+			if p := recover(); p != nil {
+				h.logger.Error("storage call panicked", "panic", p, "stack", string(debug.Stack()))
+				done <- fmt.Errorf("storage call panicked: %v", p)
+			}
+		}()
+		done <- call(ctx)
+	}()
 	select {
 	case err := <-done:
 		return nil, err

@@ -56,7 +56,10 @@ type cellRef struct {
 func (w *writer) reset() {
 	w.uids = w.uids[:0]
 	w.fills = w.fills[:0]
-	w.refused = w.refused[:0]
+	// nil, not emptied: nil is how the write path tells a batch without
+	// refused series (an empty slice read as one panicked the next write
+	// through a pooled writer after a refusal).
+	w.refused = nil
 	w.batch.Reset()
 	w.buf = w.buf[:0]
 	w.refs = w.refs[:0]
