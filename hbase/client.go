@@ -275,6 +275,13 @@ func (c *Client) call(ctx context.Context, conn *region.Conn, call *hrpc.Call) (
 	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 		return cells, err
 	}
+	if dl, ok := ctx.Deadline(); ok && !start.Before(dl) {
+		// The operation's deadline had passed when the attempt began,
+		// though its context's timer had not fired yet (a goroutine waking
+		// at its deadline, a stalled process): the connection refused to
+		// send the call, and says nothing of the server.
+		return cells, err
+	}
 	// The attempt timed out, not the operation.
 	if conn.LastRead().Before(start) {
 		// Nothing at all came back since the call was sent: the server is
@@ -319,6 +326,14 @@ func classify(err error) hrpc.Kind {
 	var ce *region.ConnError
 	if errors.As(err, &ce) {
 		return hrpc.ServerDown
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		// The operation's own end (call turns an attempt's timeout into
+		// one of the errors above): nothing to retry, and nothing said of
+		// the server. It must be told apart before net.Error, which
+		// context.DeadlineExceeded implements: taken for a lost server,
+		// it closed a healthy connection and failed every call on it.
+		return hrpc.Fatal
 	}
 	if errors.Is(err, zk.ErrUnavailable) {
 		// Where meta or the master is cannot be read now; it will be.

@@ -37,8 +37,11 @@ type Scanner struct {
 	ctx   context.Context
 	table string
 	stop  []byte
-	rows  uint32
-	pscan *pb.Scan // the open request, its start moved as the scan goes
+	// stopIncl: the stop row itself is wanted, so a region ending at it
+	// does not end the scan (its stop row is the next region's first).
+	stopIncl bool
+	rows     uint32
+	pscan    *pb.Scan // the open request, its start moved as the scan goes
 
 	region *RegionInfo
 	conn   *region.Conn
@@ -61,7 +64,7 @@ type Scanner struct {
 
 // Scan starts a scan of table. Nothing is sent before the first Next.
 func (c *Client) Scan(ctx context.Context, table string, s *hrpc.Scan, opts ScanOptions) *Scanner {
-	sc := &Scanner{c: c, ctx: ctx, table: table, stop: s.Stop, rows: 10000}
+	sc := &Scanner{c: c, ctx: ctx, table: table, stop: s.Stop, stopIncl: s.StopInclusive, rows: 10000}
 	if opts.RowsPerCall > 0 {
 		sc.rows = uint32(opts.RowsPerCall)
 	}
@@ -75,7 +78,7 @@ func (c *Client) Scan(ctx context.Context, table string, s *hrpc.Scan, opts Scan
 	}
 	sc.pscan, sc.err = cp.Proto()
 	// hbase:meta orders keys as region names, not bytewise.
-	if sc.err == nil && !isMeta(table) && len(s.Stop) > 0 && bytes.Compare(s.Start, s.Stop) >= 0 {
+	if sc.err == nil && !isMeta(table) && len(s.Stop) > 0 && sc.pastStop(s.Start) {
 		sc.done = true
 	}
 	return sc
@@ -192,6 +195,13 @@ func (s *Scanner) resume() {
 	}
 }
 
+// pastStop reports whether a scan from key on returns nothing: key is past
+// the stop row, or is it and the stop row is excluded.
+func (s *Scanner) pastStop(key []byte) bool {
+	c := bytes.Compare(key, s.stop)
+	return c > 0 || (c == 0 && !s.stopIncl)
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // fetch makes one successful round trip or sets s.err.
@@ -276,7 +286,7 @@ func (s *Scanner) fetch() {
 		if !moreInRegion {
 			s.open = false // the server closed it
 			end := s.region.End
-			if !more || len(end) == 0 || (len(s.stop) > 0 && bytes.Compare(end, s.stop) >= 0) {
+			if !more || len(end) == 0 || (len(s.stop) > 0 && s.pastStop(end)) {
 				s.done = true
 			} else {
 				s.pscan.StartRow = end

@@ -1,0 +1,65 @@
+package hbase
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prom-hbase/prom-hbase/hbase/hrpc"
+)
+
+// TestExpiredCallKeepsConnection: a call made once its context's deadline
+// has passed but before the context's timer fired (stalledCtx: what a
+// goroutine that wakes right at, or a process that stalled past, its
+// deadline sees) fails alone. region.Conn.Call answers it at once with
+// context.DeadlineExceeded, sending nothing; Client.call once took that for
+// an attempt that timed out on a silent server (nothing read since the
+// call began) and classify for a lost server (context.DeadlineExceeded is a
+// net.Error): the healthy connection was closed, every call in flight on
+// it failed (here another caller's Multi, which was then sent again) and
+// the server was marked silent.
+func TestExpiredCallKeepsConnection(t *testing.T) {
+	f := newHeldCluster(t, 1)
+	ctx := testCtx(t)
+	// Another caller's write, in flight on a's connection (held by a).
+	inFlight := startBatch(ctx, f.c, rowsOf(0, 1))
+	<-f.a.multis.arrived
+	conn := f.c.conns[connKey{f.a.addr(), hrpc.ClientService}]
+	if conn == nil || conn.Err() != nil {
+		t.Fatal("no open connection to a")
+	}
+	time.Sleep(50 * time.Millisecond) // the last frame read is in the past
+
+	// The deadline passed a millisecond ago; the context's timer fires a
+	// few milliseconds late (a busy runtime, a GC pause, a process that
+	// stalled): until then Err is nil and Done open.
+	lagging, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+	defer cancel()
+	expired := stalledCtx{lagging, time.Now().Add(-time.Millisecond)}
+	err := f.c.Mutate(expired, fakeTable, put("late", "f", "q", "v"))
+	if err == nil {
+		t.Fatal("a call past its deadline succeeded")
+	}
+	t.Logf("expired call: %v", err)
+
+	if cerr := conn.Err(); cerr != nil {
+		t.Errorf("a call that was never sent closed the healthy connection to a: %v", cerr)
+	}
+	f.c.mu.Lock()
+	_, silent := f.c.silent[f.a.addr()]
+	f.c.mu.Unlock()
+	if silent {
+		t.Errorf("server a marked silent by a call that was never sent")
+	}
+	if n := f.c.Stats().RelocationsBy[Stalled]; n != 0 {
+		t.Errorf("%d relocations counted as stalled, want 0", n)
+	}
+
+	f.a.multis.release <- struct{}{}
+	if err := <-inFlight; err != nil {
+		t.Fatalf("the other caller's write: %v", err)
+	}
+	if seen, _ := f.a.multis.counts("c0-0"); seen != 1 {
+		t.Errorf("the other caller's write was sent %d times, want 1 (its Multi failed with the connection and went again)", seen)
+	}
+}
