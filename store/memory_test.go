@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,7 +60,10 @@ func TestReadMemoryBounded(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	base := ms.HeapAlloc
 	peak := base
+	var mu sync.Mutex // the ticker's goroutine and the read loop both sample
 	sample := func() {
+		mu.Lock()
+		defer mu.Unlock()
 		runtime.ReadMemStats(&ms)
 		peak = max(peak, ms.HeapAlloc)
 	}
