@@ -107,8 +107,11 @@ type Compactor struct {
 	m      *compactMetrics
 	pace   pacer
 	plan   compactPlan
-	dels   pendingDeletes  // deletions of written folds (apply)
-	conds  []table.CondPut // putFenced's scratch
+	dels   pendingDeletes // deletions of written folds (apply)
+	// delsLost: a flushDeletes of the bucket-hour under way failed, and
+	// the deletions it held (any of its metrics') are gone from the queue.
+	delsLost bool
+	conds    []table.CondPut // putFenced's scratch
 
 	// Marks of the pass's folds, deleted at its end once markDelay has
 	// passed since marksDue was set (deleteMarks).

@@ -75,7 +75,11 @@ func (c *Compactor) bucketHour(ctx context.Context, row table.Row, st *PassStats
 	}()
 	// A metric's marks are queued for deletion only once the deletions of
 	// its folds have landed (flushDeletes), so a failure leaves them to
-	// bring a later pass back.
+	// bring a later pass back. A flush the queue's size set off while a
+	// later metric was folded holds earlier metrics' deletions too: when
+	// one fails, no mark of the bucket-hour goes (a metric whose deletions
+	// did land is folded again, which changes nothing).
+	c.delsLost = false
 	var folded []table.Cell
 	for _, m := range ready {
 		if err = c.compactMetric(ctx, l, salt, m.uid, hour, st); err != nil {
@@ -87,7 +91,7 @@ func (c *Compactor) bucketHour(ctx context.Context, row table.Row, st *PassStats
 	if ferr := c.flushDeletes(ctx, l, st); ferr != nil {
 		return false, errors.Join(err, fmt.Errorf("hour %d, bucket %d: %w", hour, salt, ferr))
 	}
-	if len(folded) > 0 {
+	if len(folded) > 0 && !c.delsLost {
 		c.doneMarks = append(c.doneMarks, folded...)
 		// Every chunk of the metrics' rows is acknowledged by now.
 		c.marksDue = time.Now().Add(c.markDelay)
@@ -343,12 +347,17 @@ func (c *Compactor) holdsPut(ctx context.Context, p *table.CondPut) (bool, error
 // qualifier and timestamp (a row folded into a dense cell, then an XOR
 // one, then a dense one again), whose raw cells are gone. A refused row
 // fails the bucket-hour; its cells are the other compactor's to delete.
-func (c *Compactor) flushDeletes(ctx context.Context, l *lease, st *PassStats) error {
+func (c *Compactor) flushDeletes(ctx context.Context, l *lease, st *PassStats) (err error) {
 	d := &c.dels
 	defer d.reset()
 	if d.rows == 0 {
 		return nil
 	}
+	defer func() {
+		if err != nil {
+			c.delsLost = true
+		}
+	}()
 	rows, raw := d.rows, d.raw
 	var refused error
 	if len(d.del) > 0 {

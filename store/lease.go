@@ -95,6 +95,9 @@ func (l *lease) guard(ctx context.Context) (context.Context, context.CancelFunc,
 		if err := l.renew(ctx, n); err != nil {
 			return nil, nil, err
 		}
+		// The renewal took time of its own: the call has what is left
+		// after it, not what was left before.
+		n = l.now()
 	}
 	deadline := l.exp.Add(-l.margin())
 	if !n.Before(deadline) {
