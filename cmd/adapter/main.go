@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -348,7 +349,7 @@ func dataRegions(ctx context.Context, db table.DB, flag string) (int, error) {
 	return max(1, len(servers)), nil
 }
 
-func serve(cfg *config, logger *slog.Logger) error {
+func serve(cfg *config, logger *slog.Logger) (err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -363,8 +364,11 @@ func serve(cfg *config, logger *slog.Logger) error {
 		reg.MustRegister(hbasemetrics.NewCollector(hdb.Client()))
 	}
 	defer func() {
-		if err := db.Close(); err != nil {
-			logger.Error("closing storage", "err", err)
+		if cerr := db.Close(); cerr != nil {
+			logger.Error("closing storage", "err", cerr)
+			if err == nil {
+				err = fmt.Errorf("close storage: %w", cerr)
+			}
 		}
 	}()
 	regions, err := dataRegions(ctx, db, cfg.dataRegions)
@@ -411,7 +415,14 @@ func serve(cfg *config, logger *slog.Logger) error {
 		fmt.Fprintln(w, "Ready.")
 	})
 
+	// The requests' contexts end once the shutdown's grace is over (or the
+	// server failed), before the store and the backend close (the defers
+	// above): a read that outlived the grace stops, a write in flight is
+	// answered 503, and neither goes on into a closed store.
+	reqs, endRequests := context.WithCancel(context.Background())
+	defer endRequests()
 	srv := &http.Server{
+		BaseContext:       func(net.Listener) context.Context { return reqs },
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       5 * time.Minute,
@@ -430,6 +441,7 @@ func serve(cfg *config, logger *slog.Logger) error {
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		logger.Warn("in-flight requests cut short", "err", err)
+		endRequests()
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		logger.Warn("http server", "err", err)

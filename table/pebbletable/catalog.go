@@ -16,9 +16,10 @@ import (
 // MaxVersions) come back; the HBase-only ones are left empty. Families come
 // sorted by name, as from HBase, whatever their key bytes.
 func (db *DB) Describe(ctx context.Context, name string) (table.TableSpec, error) {
-	if err := db.check(ctx); err != nil {
+	if err := db.enter(ctx); err != nil {
 		return table.TableSpec{}, err
 	}
+	defer db.exit()
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	t, ok := db.tables[name]
@@ -38,9 +39,10 @@ func (db *DB) Describe(ctx context.Context, name string) (table.TableSpec, error
 // returns, and reads and the sweep apply the new TTL from then on (a
 // shorter one hides the older cells at once).
 func (db *DB) AlterFamily(ctx context.Context, name string, fam table.FamilySpec) error {
-	if err := db.check(ctx); err != nil {
+	if err := db.enter(ctx); err != nil {
 		return err
 	}
+	defer db.exit()
 	if fam.TTL < 0 || fam.MaxVersions < 0 {
 		return fmt.Errorf("alter family %q of %q: invalid spec %+v", fam.Name, name, fam)
 	}
@@ -71,9 +73,10 @@ func (db *DB) AlterFamily(ctx context.Context, name string, fam table.FamilySpec
 // synced, before it returns, and from then on writes and reads through
 // every handle of the table know it.
 func (db *DB) AddFamily(ctx context.Context, name string, fam table.FamilySpec) error {
-	if err := db.check(ctx); err != nil {
+	if err := db.enter(ctx); err != nil {
 		return err
 	}
+	defer db.exit()
 	if fam.Name == "" || fam.TTL < 0 || fam.MaxVersions < 0 {
 		return fmt.Errorf("add family %q to %q: invalid spec %+v", fam.Name, name, fam)
 	}

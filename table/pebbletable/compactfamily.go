@@ -22,10 +22,14 @@ var _ table.FamilyCompacter = (*tbl)(nil)
 // deleted within the memtable, writes the deletions into a file of level 0,
 // and Pebble's own compactions, which weigh the bytes range deletions cover,
 // drop the rest.
-func (t *tbl) CompactFamily(_ context.Context, family string) error {
+func (t *tbl) CompactFamily(ctx context.Context, family string) error {
 	if _, err := t.family(family); err != nil {
 		return err
 	}
+	if err := t.db.enter(ctx); err != nil {
+		return err
+	}
+	defer t.db.exit()
 	if _, err := t.db.pdb.AsyncFlush(); err != nil {
 		return fmt.Errorf("flush for table %q, family %q: %w", t.name, family, err)
 	}

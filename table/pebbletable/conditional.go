@@ -17,9 +17,10 @@ import (
 // conditions on one cell behave as two CheckAndPuts in a row), and commits
 // the puts that passed in one synced batch.
 func (t *tbl) CheckAndPutBatch(ctx context.Context, puts []table.CondPut) ([]bool, error) {
-	if err := t.db.check(ctx); err != nil {
+	if err := t.db.enter(ctx); err != nil {
 		return nil, err
 	}
+	defer t.db.exit()
 	written := make([]bool, len(puts))
 	if len(puts) == 0 {
 		return written, nil
@@ -87,9 +88,10 @@ func (t *tbl) CheckAndPutBatch(ctx context.Context, puts []table.CondPut) ([]boo
 // deletion at once. The range stays within one row, so the lock held on
 // that row keeps every other write out of it until the batch is committed.
 func (t *tbl) DeleteVersions(ctx context.Context, cells []table.Cell) error {
-	if err := t.db.check(ctx); err != nil {
+	if err := t.db.enter(ctx); err != nil {
 		return err
 	}
+	defer t.db.exit()
 	if len(cells) == 0 {
 		return nil
 	}
@@ -112,9 +114,10 @@ func (t *tbl) DeleteVersions(ctx context.Context, cells []table.Cell) error {
 // stands, and deletes the versions of those that passed as DeleteVersions
 // does, in one synced batch.
 func (t *tbl) CheckAndDeleteBatch(ctx context.Context, dels []table.CondDelete) ([]bool, error) {
-	if err := t.db.check(ctx); err != nil {
+	if err := t.db.enter(ctx); err != nil {
 		return nil, err
 	}
+	defer t.db.exit()
 	deleted := make([]bool, len(dels))
 	if len(dels) == 0 {
 		return deleted, nil

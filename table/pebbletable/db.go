@@ -45,7 +45,14 @@ type Options struct {
 	// not yet flushed to a table file (0: DefaultMemTableBytes). Up to two
 	// are held while one flushes.
 	MemTableBytes int64
+	// CloseWait is how long Close waits for the calls under way and the
+	// scanners open to end (0: DefaultCloseWait).
+	CloseWait time.Duration
 }
+
+// DefaultCloseWait is Close's wait for calls under way: a query whose
+// context is cancelled stops within a few thousand cells.
+const DefaultCloseWait = 10 * time.Second
 
 // DefaultCacheBytes is the block cache of a DB whose Options name none:
 // 64 MiB, where Pebble's own default is 8. Queries of the last hours read
@@ -72,6 +79,9 @@ type DB struct {
 	logger *slog.Logger
 	locks  rowLocks
 	closed atomic.Bool
+	ops    opGate // calls under way and scanners open, which Close waits for
+	// closeWait bounds that wait (Options.CloseWait).
+	closeWait time.Duration
 
 	mu     sync.RWMutex // guards tables and nextID; held across catalog writes
 	tables map[string]*tbl
@@ -180,10 +190,11 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open pebble in %s: %w", dir, err)
 	}
 	db := &DB{
-		pdb:    pdb,
-		now:    opts.Now,
-		logger: opts.Logger,
-		tables: map[string]*tbl{},
+		pdb:       pdb,
+		now:       opts.Now,
+		logger:    opts.Logger,
+		tables:    map[string]*tbl{},
+		closeWait: cmp.Or(opts.CloseWait, DefaultCloseWait),
 	}
 	db.locks.init()
 	if err := db.loadCatalog(); err != nil {
@@ -242,9 +253,10 @@ func (db *DB) check(ctx context.Context) error {
 // CreateTable implements table.DB. Split keys are accepted and ignored: one
 // Pebble keyspace has no regions.
 func (db *DB) CreateTable(ctx context.Context, spec table.TableSpec) error {
-	if err := db.check(ctx); err != nil {
+	if err := db.enter(ctx); err != nil {
 		return err
 	}
+	defer db.exit()
 	if spec.Name == "" {
 		return errors.New("create table: empty name")
 	}
@@ -293,9 +305,10 @@ func cmpString(a, b string) int {
 
 // Table implements table.DB.
 func (db *DB) Table(ctx context.Context, name string) (table.Table, error) {
-	if err := db.check(ctx); err != nil {
+	if err := db.enter(ctx); err != nil {
 		return nil, err
 	}
+	defer db.exit()
 	db.mu.RLock()
 	t, ok := db.tables[name]
 	db.mu.RUnlock()
@@ -310,15 +323,30 @@ func (db *DB) Ping(ctx context.Context) error {
 	return db.check(ctx)
 }
 
-// Close stops the sweeper and closes Pebble. Calls after the first return nil.
+// Close refuses new calls, stops the sweeper, waits for the calls under
+// way and the scanners open to end (at most Options.CloseWait), and closes
+// Pebble. When they outlast the wait it returns an error and leaves Pebble
+// open, the process being about to end: every write it acknowledged is
+// synced already, and Pebble panics on use after its Close. Calls after
+// the first return nil.
 func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return nil
 	}
+	idle, n := db.ops.close()
 	if db.stopSweep != nil {
 		db.stopSweep()
 	}
 	<-db.sweepDone
+	if n > 0 {
+		t := time.NewTimer(db.closeWait)
+		defer t.Stop()
+		select {
+		case <-idle:
+		case <-t.C:
+			return fmt.Errorf("close: calls or scans still under way after %v (%d at the start of the wait); Pebble left open, every acknowledged write synced", db.closeWait, n)
+		}
+	}
 	if err := db.pdb.Close(); err != nil {
 		return fmt.Errorf("close pebble: %w", err)
 	}

@@ -12,9 +12,10 @@ import (
 
 // Get implements table.Table. The rows it returns are the caller's.
 func (t *tbl) Get(ctx context.Context, family string, keys [][]byte) ([]table.Row, error) {
-	if err := t.db.check(ctx); err != nil {
+	if err := t.db.enter(ctx); err != nil {
 		return nil, err
 	}
+	defer t.db.exit()
 	fam := -1
 	if family != "" {
 		f, err := t.family(family)

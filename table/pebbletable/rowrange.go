@@ -20,9 +20,10 @@ var _ table.RowRangeDeleter = (*tbl)(nil)
 // background sweep, which must read every cell to tell the expired ones,
 // skips it.
 func (t *tbl) DeleteRows(ctx context.Context, ranges []table.RowRange) error {
-	if err := t.db.check(ctx); err != nil {
+	if err := t.db.enter(ctx); err != nil {
 		return err
 	}
+	defer t.db.exit()
 	t.ownerSweeps.Store(true)
 	// Under every row lock, as the sweep's range deletions: an Increment or
 	// CheckAndPut reads and writes a row as one step, and must not have the

@@ -38,6 +38,7 @@ type scanner struct {
 	row       table.Row
 	keyBuf    []byte // decoded current row key
 	arena     []byte // qualifiers and values of the current row
+	entered   bool   // counted in by the DB's gate until Close
 }
 
 // ctxCheckEvery is how many cells a scan steps over between looks at its
@@ -47,9 +48,10 @@ const ctxCheckEvery = 256
 // Scan implements table.Table.
 func (t *tbl) Scan(ctx context.Context, opts table.ScanOptions) table.Scanner {
 	s := &scanner{t: t, ctx: ctx, opts: opts, family: -1}
-	if s.err = t.db.check(ctx); s.err != nil {
+	if s.err = t.db.enter(ctx); s.err != nil {
 		return s
 	}
+	s.entered = true
 	if opts.Family != "" {
 		f, err := t.family(opts.Family)
 		if err != nil {
@@ -310,6 +312,10 @@ func (s *scanner) Err() error { return s.err }
 
 func (s *scanner) Close() error {
 	s.done = true
+	if s.entered {
+		defer s.t.db.exit()
+		s.entered = false
+	}
 	if s.it == nil {
 		return nil
 	}

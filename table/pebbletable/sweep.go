@@ -146,9 +146,10 @@ func (t *tbl) minTTL() time.Duration {
 // consecutive ones with a range deletion each, the others one by one.
 func (t *tbl) sweep(ctx context.Context) (SweepStats, error) {
 	var st SweepStats
-	if err := t.db.check(ctx); err != nil {
+	if err := t.db.enter(ctx); err != nil {
 		return st, err
 	}
+	defer t.db.exit()
 	now := t.db.nowMillis()
 	it, err := t.db.pdb.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: t.prefix, UpperBound: t.end})
 	if err != nil {
@@ -231,9 +232,10 @@ const allStripes = ^stripeSet(0)
 // range holds a visible cell.
 func (t *tbl) deleteRange(ctx context.Context, first, last []byte, now int64) (SweepStats, bool, error) {
 	var st SweepStats
-	if err := t.db.check(ctx); err != nil {
+	if err := t.db.enter(ctx); err != nil {
 		return st, false, err
 	}
+	defer t.db.exit()
 	end := append(bytes.Clone(last), 0) // the first key after last
 	t.db.locks.lock(allStripes)
 	defer t.db.locks.unlock(allStripes)
@@ -279,9 +281,10 @@ func (t *tbl) deleteExpired(ctx context.Context, keys [][]byte, now int64) (Swee
 	if len(keys) == 0 {
 		return st, nil
 	}
-	if err := t.db.check(ctx); err != nil {
+	if err := t.db.enter(ctx); err != nil {
 		return st, err
 	}
+	defer t.db.exit()
 	fams := make([]byte, len(keys))
 	var stripes stripeSet
 	var row []byte

@@ -144,9 +144,10 @@ func sortCells(cells []table.Cell) {
 
 // Put implements table.Table. The batch is synced to disk before it returns.
 func (t *tbl) Put(ctx context.Context, cells []table.Cell) error {
-	if err := t.db.check(ctx); err != nil {
+	if err := t.db.enter(ctx); err != nil {
 		return err
 	}
+	defer t.db.exit()
 	if len(cells) == 0 {
 		return nil
 	}
@@ -200,9 +201,10 @@ func (t *tbl) addPuts(b *pebble.Batch, cells []table.Cell, now int64) (stripeSet
 
 // Delete implements table.Table.
 func (t *tbl) Delete(ctx context.Context, cells []table.Cell) error {
-	if err := t.db.check(ctx); err != nil {
+	if err := t.db.enter(ctx); err != nil {
 		return err
 	}
+	defer t.db.exit()
 	if len(cells) == 0 {
 		return nil
 	}
@@ -252,9 +254,10 @@ func (t *tbl) Delete(ctx context.Context, cells []table.Cell) error {
 
 // Increment implements table.Table.
 func (t *tbl) Increment(ctx context.Context, row []byte, family string, qualifier []byte, delta int64) (int64, error) {
-	if err := t.db.check(ctx); err != nil {
+	if err := t.db.enter(ctx); err != nil {
 		return 0, err
 	}
+	defer t.db.exit()
 	fam, err := t.family(family)
 	if err != nil {
 		return 0, fmt.Errorf("increment: %w", err)
@@ -320,9 +323,10 @@ func (t *tbl) liveValue(v []byte, fam byte, now int64) ([]byte, bool, error) {
 
 // CheckAndPut implements table.Table.
 func (t *tbl) CheckAndPut(ctx context.Context, row []byte, family string, qualifier, expected []byte, put []table.Cell) (bool, error) {
-	if err := t.db.check(ctx); err != nil {
+	if err := t.db.enter(ctx); err != nil {
 		return false, err
 	}
+	defer t.db.exit()
 	fam, err := t.family(family)
 	if err != nil {
 		return false, fmt.Errorf("check and put: %w", err)
