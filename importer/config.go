@@ -45,6 +45,13 @@ type Config struct {
 	// matchers and time range given): a unit is done only for the selection
 	// it was imported with, so a run with another one imports it again.
 	Selection string
+	// From is the first millisecond the run imports: the selection's start
+	// after the retention cut it (math.MinInt64: none). The selection keys
+	// the state as given, the retention horizon moving on between runs, so
+	// a unit is done only if the run that did it began at From or before:
+	// one that began later (a retention raised since) left its earlier
+	// samples out, and is imported again.
+	From int64
 
 	// Workers is how many units are read, and how many batches written, at
 	// once (0: GOMAXPROCS). Batches that hold the same series-hour are

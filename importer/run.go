@@ -129,7 +129,7 @@ func (r *run) plan(ctx context.Context, units []Unit) ([]*unitRun, error) {
 	if r.cfg.State == nil || r.cfg.Force {
 		return runs, nil
 	}
-	done, err := r.cfg.State.done(ctx, keys)
+	done, err := r.cfg.State.done(ctx, keys, r.cfg.From)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (r *run) unit(ctx context.Context, u *unitRun) error {
 			return err
 		}
 		if r.cfg.State != nil {
-			if err := r.cfg.State.markDone(ctx, u.key, c, time.Now()); err != nil {
+			if err := r.cfg.State.markDone(ctx, u.key, r.cfg.From, c, time.Now()); err != nil {
 				return err
 			}
 		}

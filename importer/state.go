@@ -23,10 +23,11 @@ const (
 	stateFamily      = "u"
 )
 
-// The cells of a done unit's row. Only "done" is read back; the counts are
-// for operators looking at the table.
+// The cells of a done unit's row. Only "done" and "from" are read back;
+// the counts are for operators looking at the table.
 var (
 	qualDone       = []byte("done")
+	qualFrom       = []byte("from") // the first millisecond its run imported (Config.From)
 	qualSeries     = []byte("series")
 	qualSamples    = []byte("samples")
 	qualHistograms = []byte("histograms")
@@ -61,8 +62,10 @@ func stateKey(selection, unitID string) []byte {
 // stateGetBatch bounds the rows of one Get.
 const stateGetBatch = 1000
 
-// done reports which of the keys are marked done.
-func (s *State) done(ctx context.Context, keys [][]byte) ([]bool, error) {
+// done reports which of the keys are marked done by a run that imported
+// from the millisecond from or earlier. A row written before "from" was
+// recorded counts as done, as it did then.
+func (s *State) done(ctx context.Context, keys [][]byte, from int64) ([]bool, error) {
 	out := make([]bool, 0, len(keys))
 	for len(keys) > 0 {
 		n := min(len(keys), stateGetBatch)
@@ -71,13 +74,17 @@ func (s *State) done(ctx context.Context, keys [][]byte) ([]bool, error) {
 			return nil, fmt.Errorf("read import state: %w", err)
 		}
 		for _, r := range rows {
-			isDone := false
+			isDone, covers := false, true
 			for _, c := range r.Cells {
-				if string(c.Qualifier) == string(qualDone) {
+				switch string(c.Qualifier) {
+				case string(qualDone):
 					isDone = true
+				case string(qualFrom):
+					f, err := strconv.ParseInt(string(c.Value), 10, 64)
+					covers = err == nil && f <= from
 				}
 			}
-			out = append(out, isDone)
+			out = append(out, isDone && covers)
 		}
 		keys = keys[n:]
 	}
@@ -86,7 +93,7 @@ func (s *State) done(ctx context.Context, keys [][]byte) ([]bool, error) {
 
 // markDone records a unit as imported. It is called only once every write
 // of the unit is durable.
-func (s *State) markDone(ctx context.Context, key []byte, c counts, now time.Time) error {
+func (s *State) markDone(ctx context.Context, key []byte, from int64, c counts, now time.Time) error {
 	cell := func(q []byte, v string) table.Cell {
 		return table.Cell{Row: key, Family: stateFamily, Qualifier: q, Timestamp: table.LatestTimestamp, Value: []byte(v)}
 	}
@@ -94,6 +101,7 @@ func (s *State) markDone(ctx context.Context, key []byte, c counts, now time.Tim
 		cell(qualSeries, strconv.FormatInt(c.series, 10)),
 		cell(qualSamples, strconv.FormatInt(c.samples, 10)),
 		cell(qualHistograms, strconv.FormatInt(c.hists, 10)),
+		cell(qualFrom, strconv.FormatInt(from, 10)),
 		cell(qualDone, now.UTC().Format(time.RFC3339)),
 	})
 	if err != nil {

@@ -192,8 +192,10 @@ func importBlocks(ctx context.Context, f *importFlags, logger *slog.Logger) (_ *
 		Writer: f.pausing(st, logger),
 		Reader: st,
 		State:  state,
-		// The flags as given: the retention horizon moves on between runs.
+		// The flags as given: the retention horizon moves on between runs;
+		// From says where this run's began.
 		Selection:    sel,
+		From:         mint,
 		Workers:      f.workers,
 		BatchSamples: f.batchSamples,
 		Limits:       seriesrules.Limits(f.limits),
