@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -62,11 +63,13 @@ func startCompactor(ctx context.Context, st *store.Store, f *compactorFlags, wri
 		rate = -1 // store.CompactorConfig: negative means no limit
 	}
 	c, err := st.NewCompactor(store.CompactorConfig{
-		Grace:         storeGrace(f.grace),
-		Interval:      f.interval,
-		Rate:          rate,
-		Lease:         f.lease,
-		Quiet:         store.MarkRefresh + writeTimeout + f.skew,
+		Grace:    storeGrace(f.grace),
+		Interval: f.interval,
+		Rate:     rate,
+		Lease:    f.lease,
+		// The write timeout the write path and the store take: 0 is their
+		// default, not no time at all.
+		Quiet:         store.MarkRefresh + cmp.Or(max(writeTimeout, 0), store.DefaultWriteTimeout) + f.skew,
 		BatchRows:     f.batchRows,
 		RawSweepEvery: rawSweep(f.rawSweep),
 		Registerer:    reg,
