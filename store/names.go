@@ -40,6 +40,10 @@ type nameCache struct {
 	early   int
 	counted [2]uint64 // highest UID looked at, per kind (Metric, TagK)
 	pending [2]map[uint64]time.Time
+	// ahead are the UIDs above the counters read before the first scan
+	// that the scan found (assigned while it ran): update, which looks up
+	// the UIDs counted since, must not add them again.
+	ahead [2]map[uint64]bool
 }
 
 // pendingFor is how long a counted UID without a reverse mapping is looked
@@ -114,6 +118,12 @@ func (nc *nameCache) load(ctx context.Context, counters [2]uint64) error {
 				nc.pending[i][uid] = now
 			}
 		}
+		nc.ahead[i] = map[uint64]bool{}
+		for uid := range seen[i] {
+			if uid > counters[i] {
+				nc.ahead[i][uid] = true
+			}
+		}
 		nc.counted[i] = max(counters[i], nc.counted[i])
 	}
 	nc.sortMetrics()
@@ -128,6 +138,10 @@ func (nc *nameCache) update(ctx context.Context, counters [2]uint64) error {
 	changed := false
 	for i, k := range cachedKinds {
 		for uid := nc.counted[i] + 1; uid <= counters[i]; uid++ {
+			if nc.ahead[i][uid] {
+				delete(nc.ahead[i], uid)
+				continue
+			}
 			nc.pending[i][uid] = now
 		}
 		nc.counted[i] = max(counters[i], nc.counted[i])
