@@ -154,7 +154,7 @@ func (c *Client) session() (*zk.Conn, error) {
 	if len(c.servers) == 0 {
 		return nil, errors.New("zookeeper: no servers given")
 	}
-	conn, _, err := zk.Connect(c.servers, 30*time.Second, zk.WithLogger(slogger{}), zk.WithLogInfo(false))
+	conn, _, err := zk.Connect(c.servers, 30*time.Second, zk.WithLogger(slogger{}), zk.WithLogInfo(false), zk.WithHostProvider(&nameHosts{}))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper %v: %w", c.servers, err)
 	}
