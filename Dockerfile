@@ -36,9 +36,11 @@ COPY --from=build /out/adapter /out/healthcheck /usr/local/bin/
 # volume mounted here starts writable.
 COPY --from=build --chown=65532:65532 /out/data /data
 USER 65532:65532
-WORKDIR /data
+# From /, the adapter's default --storage.path (data/) is the volume at /data
+# whatever arguments the container is given (a CMD naming it would be
+# replaced by the first flag passed, the store moving to /data/data).
+WORKDIR /
 EXPOSE 9201
 HEALTHCHECK --interval=10s --timeout=6s --start-period=30s --retries=3 \
   CMD ["/usr/local/bin/healthcheck", "http://127.0.0.1:9201/-/healthy"]
 ENTRYPOINT ["/usr/local/bin/adapter"]
-CMD ["--storage.path=/data"]

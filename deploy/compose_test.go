@@ -69,7 +69,15 @@ func TestComposeStack(t *testing.T) {
 	// Everything Prometheus scraped in the last 10 minutes, as its own view
 	// (local TSDB merged with remote read) and as the reader's (remote read
 	// only). Equal counts: remote write caught up and remote read serves it.
-	t0 := time.Now().Add(-time.Second).Truncate(time.Second)
+	// t0 after every target's first scrape: Prometheus scrapes them at its
+	// start within a second or two of each other, and a t0 before one of
+	// them would find no sample of it (a flake seen once).
+	var t0 time.Time
+	eventually(t, time.Minute, "a sample of every target before t0", func(ctx context.Context) (bool, string) {
+		t0 = time.Now().Add(-time.Second).Truncate(time.Second)
+		v, ok, err := scalarOf(ctx, prom, `count(count_over_time(up[10m]))`, t0)
+		return err == nil && ok && v == 3, fmt.Sprintf("%v series of up at %v (ok %v, err %v), want 3", v, t0, ok, err)
+	})
 	const before = `sum(count_over_time(up[10m]))`
 	n0 := waitSameCount(t, prom, reader, before, t0)
 	t.Logf("before the restart: %v samples of up in HBase, read back through the reader", n0)

@@ -59,7 +59,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"reason"}),
 		exemplarsDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "promhbase_remote_write_exemplars_dropped_total",
-			Help: "Exemplars received and accepted but not stored: the adapter keeps no exemplars (remote read cannot return them).",
+			Help: "Exemplars received in decoded write requests, none of them stored: the adapter keeps no exemplars (remote read cannot return them). A retried request counts its exemplars again.",
 		}),
 		samplesRead: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "promhbase_remote_read_samples_total",

@@ -183,7 +183,7 @@ func addBackendFlags(app *kingpin.Application, c *storageFlags) {
 	app.Flag("storage.memtable-size", "Memtable of the embedded Pebble store: writes gathered in memory before a flush to disk (up to two are held while one flushes; some three times it in write-ahead log files on disk). Larger flushes cost fewer compactions: 4MiB, Pebble's default, took three times the CPU a sample of 64MiB. Not used with HBase.").
 		Default("64MiB").BytesVar(&c.storageMemTable)
 	app.Flag("hbase.zookeeper-quorum", "ZooKeeper quorum of the HBase cluster (host:port,host:port). When set, samples are stored in HBase instead of --storage.path.").
-		PlaceHolder("zk1:2181,zk2:2181").StringVar(&c.zkQuorum)
+		PlaceHolder("HOST:PORT,...").StringVar(&c.zkQuorum)
 	app.Flag("hbase.zookeeper-root", "Root znode of the HBase cluster (zookeeper.znode.parent).").
 		Default("/hbase").StringVar(&c.zkRoot)
 	app.Flag("hbase.rpc-timeout", "Timeout of one HBase RPC attempt.").
@@ -401,7 +401,10 @@ func serve(cfg *config, logger *slog.Logger) (err error) {
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	// Go's profiles, where Prometheus serves them: on the web port.
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Healthy.")
 	})

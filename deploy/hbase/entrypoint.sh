@@ -57,7 +57,10 @@ if [[ ! -f $conf/hbase-site.xml ]]; then
 XML
 fi
 
-cat > "$conf/log4j.properties" <<PROPS
+# Beside, not in, the configuration directory: one mounted by the operator
+# (an hbase-site.xml of their own) may be read-only or root's.
+logconf=$(mktemp -d /tmp/hbase-log.XXXXXX)
+cat > "$logconf/log4j.properties" <<PROPS
 log4j.rootLogger=INFO,STDOUT
 log4j.appender.STDOUT=org.apache.log4j.ConsoleAppender
 log4j.appender.STDOUT.layout=org.apache.log4j.PatternLayout
@@ -90,7 +93,7 @@ java -Xms256m -Xmx"${HBASE_HEAP:-1g}" -XX:+UseG1GC \
   --add-exports java.security.jgss/sun.security.krb5=ALL-UNNAMED \
   --add-exports java.base/sun.net.dns=ALL-UNNAMED \
   --add-exports java.base/sun.net.util=ALL-UNNAMED \
-  -Dlog4j.configuration="file:$conf/log4j.properties" \
+  -Dlog4j.configuration="file:$logconf/log4j.properties" \
   -Dhbase.log.dir=/tmp -Djava.io.tmpdir="$data/tmp" \
   -cp "$conf:$home/lib/*" org.apache.hadoop.hbase.master.HMaster start &
 pid=$!
