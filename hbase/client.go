@@ -275,11 +275,11 @@ func (c *Client) call(ctx context.Context, conn *region.Conn, call *hrpc.Call) (
 	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 		return cells, err
 	}
-	if dl, ok := ctx.Deadline(); ok && !start.Before(dl) {
-		// The operation's deadline had passed when the attempt began,
-		// though its context's timer had not fired yet (a goroutine waking
-		// at its deadline, a stalled process): the connection refused to
-		// send the call, and says nothing of the server.
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		// The operation's deadline has passed, though its context's timer
+		// had not fired yet (a goroutine waking at its deadline, a stalled
+		// process): the connection refused to send the call, or dropped it
+		// queued, and that says nothing of the server.
 		return cells, err
 	}
 	// The attempt timed out, not the operation.

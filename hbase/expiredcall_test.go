@@ -2,6 +2,9 @@ package hbase
 
 import (
 	"context"
+	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,5 +64,80 @@ func TestExpiredCallKeepsConnection(t *testing.T) {
 	}
 	if seen, _ := f.a.multis.counts("c0-0"); seen != 1 {
 		t.Errorf("the other caller's write was sent %d times, want 1 (its Multi failed with the connection and went again)", seen)
+	}
+}
+
+// pausingCtx is a context whose deadline passes while the goroutine that
+// reads it inside region.(*Conn).Call is held up (the process stalls, or
+// the goroutine is descheduled) between Client.call reading `start` and
+// Conn.Call looking at the deadline; its timer has not fired yet (Err nil).
+type pausingCtx struct {
+	context.Context
+	deadline time.Time
+	stalled  *atomic.Bool // the stall happened (else the test proves nothing)
+}
+
+func (c pausingCtx) Deadline() (time.Time, bool) {
+	pcs := make([]uintptr, 8)
+	n := runtime.Callers(2, pcs)
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, "region.(*Conn).Call") {
+			// The stall: until just past the deadline.
+			time.Sleep(time.Until(c.deadline) + time.Millisecond)
+			c.stalled.Store(true)
+			break
+		}
+		if !more {
+			break
+		}
+	}
+	return c.deadline, true
+}
+
+// TestDeadlinePassedAfterStart: the case of TestExpiredCallKeepsConnection
+// (the operation's deadline passed before its context's timer fired, so
+// Conn.Call refuses to send the call), the deadline passing just after
+// Client.call began the attempt rather than before: the call fails alone
+// too. Compared with the attempt's start, not the time of the refusal, it
+// was again taken for an attempt that timed out on a silent server.
+func TestDeadlinePassedAfterStart(t *testing.T) {
+	f := newHeldCluster(t, 1)
+	ctx := testCtx(t)
+	inFlight := startBatch(ctx, f.c, rowsOf(0, 1))
+	<-f.a.multis.arrived
+	conn := f.c.conns[connKey{f.a.addr(), hrpc.ClientService}]
+	if conn == nil || conn.Err() != nil {
+		t.Fatal("no open connection to a")
+	}
+	time.Sleep(50 * time.Millisecond) // the last frame read is in the past
+
+	lagging, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	expired := pausingCtx{lagging, time.Now().Add(20 * time.Millisecond), &atomic.Bool{}}
+	err := f.c.Mutate(expired, fakeTable, put("late", "f", "q", "v"))
+	if err == nil {
+		t.Fatal("a call past its deadline succeeded")
+	}
+	t.Logf("expired call: %v", err)
+	if !expired.stalled.Load() {
+		t.Fatal("the call never stalled in region.(*Conn).Call's look at its deadline (renamed?): nothing tested")
+	}
+	if cerr := conn.Err(); cerr != nil {
+		t.Errorf("a call that was never sent closed the healthy connection to a: %v", cerr)
+	}
+	f.c.mu.Lock()
+	_, silent := f.c.silent[f.a.addr()]
+	f.c.mu.Unlock()
+	if silent {
+		t.Errorf("server a marked silent by a call that was never sent")
+	}
+	f.a.multis.release <- struct{}{}
+	if err := <-inFlight; err != nil {
+		t.Fatalf("the other caller's write: %v", err)
+	}
+	if seen, _ := f.a.multis.counts("c0-0"); seen != 1 {
+		t.Errorf("the other caller's write was sent %d times, want 1", seen)
 	}
 }

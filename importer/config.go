@@ -46,7 +46,8 @@ type Config struct {
 	// it was imported with, so a run with another one imports it again.
 	Selection string
 	// From is the first millisecond the run imports: the selection's start
-	// after the retention cut it (math.MinInt64: none). The selection keys
+	// after the retention cut it (0: no cut; samples before 1970 are not
+	// imported anyway). The selection keys
 	// the state as given, the retention horizon moving on between runs, so
 	// a unit is done only if the run that did it began at From or before:
 	// one that began later (a retention raised since) left its earlier

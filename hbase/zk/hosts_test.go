@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -112,5 +113,61 @@ func TestQuorumWithOneUnresolvableHost(t *testing.T) {
 	s, err := c.Meta(ctx)
 	if err != nil || s.Port != 16020 {
 		t.Fatalf("a healthy server and one whose name does not resolve: %+v %v", s, err)
+	}
+}
+
+// TestNameHostsResolve: a name that does not resolve is left out, a name of
+// several addresses gives each of them, an address is kept as given; when
+// no name resolves the names themselves are dialled; and after a round of
+// servers that all failed (retryStart) the names are resolved again, so a
+// quorum back on new addresses under its names is found.
+func TestNameHostsResolve(t *testing.T) {
+	answers := map[string][]string{"zk-a": {"10.0.0.1", "10.0.0.2"}}
+	h := &nameHosts{lookup: func(_ context.Context, host string) ([]string, error) {
+		if a, ok := answers[host]; ok {
+			return a, nil
+		}
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}}
+	if err := h.Init([]string{"zk-a:2181", "zk-gone:2181", "10.0.0.9:2182"}); err != nil {
+		t.Fatal(err)
+	}
+	round := func() []string {
+		var got []string
+		for range h.Len() {
+			s, _ := h.Next()
+			got = append(got, s)
+		}
+		slices.Sort(got)
+		return got
+	}
+	if got, want := round(), []string{"10.0.0.1:2181", "10.0.0.2:2181", "10.0.0.9:2182"}; !slices.Equal(got, want) {
+		t.Fatalf("first round: %v, want %v", got, want)
+	}
+	// Nothing connected: the next Next starts a new round, resolved again.
+	answers["zk-a"] = []string{"10.0.1.1"}
+	s, retry := h.Next()
+	if !retry {
+		t.Fatal("Next after a failed round did not report retryStart")
+	}
+	got := append([]string{s}, func() []string {
+		var more []string
+		for range h.Len() - 1 {
+			s, _ := h.Next()
+			more = append(more, s)
+		}
+		return more
+	}()...)
+	slices.Sort(got)
+	if want := []string{"10.0.0.9:2182", "10.0.1.1:2181"}; !slices.Equal(got, want) {
+		t.Fatalf("round after the names moved: %v, want %v", got, want)
+	}
+
+	none := &nameHosts{lookup: h.lookup}
+	if err := none.Init([]string{"zk-gone:2181"}); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := none.Next(); s != "zk-gone:2181" {
+		t.Fatalf("no name resolves: Next = %q, want the name itself", s)
 	}
 }
