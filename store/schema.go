@@ -65,6 +65,10 @@ func (e *SchemaError) Error() string {
 // otherwise. It returns the schema row as recorded, which holds the tables'
 // own value of every setting not given: an adapter started without a flag
 // takes what the tables were created with, whichever adapter created them.
+// A layout version older than this adapter's, which it reads unchanged,
+// passes: Open moves it forward (upgradeLayout) once everything else has
+// opened, so that an adapter refused for a setting, or failing to start,
+// leaves the tables to the adapters that use them.
 func checkSchema(ctx context.Context, uid table.Table, want []setting) (map[string][]byte, error) {
 	cells := make([]table.Cell, len(want))
 	for i, s := range want {
@@ -86,17 +90,13 @@ func checkSchema(ctx context.Context, uid table.Table, want []setting) (map[stri
 	if err != nil {
 		return nil, err
 	}
-	if upgraded, err := upgradeLayout(ctx, uid, got); err != nil {
-		return nil, err
-	} else if upgraded {
-		if got, err = readSchema(ctx, uid); err != nil {
-			return nil, err
-		}
-	}
 	for _, s := range want {
 		n, err := schemaInt(got, s.name)
 		if err != nil {
 			return nil, err
+		}
+		if s.name == layoutSetting && readsLayout(n) {
+			continue
 		}
 		if s.value != 0 && n != s.value {
 			return nil, &SchemaError{Setting: s.name, Have: s.value, Table: n}
@@ -188,6 +188,12 @@ func recordFamilies(ctx context.Context, uid table.Table, spec table.TableSpec) 
 // layoutSetting is the schema row's cell of the cell layout version.
 const layoutSetting = "layout.version"
 
+// readsLayout reports whether tables of layout version v are this
+// adapter's to move forward: older than its own, and read unchanged.
+func readsLayout(v int) bool {
+	return v >= cellcodec.OldestReadableLayoutVersion && v < cellcodec.LayoutVersion
+}
+
 // upgradeLayout moves tables recorded with an older cell layout to this
 // one: this layout reads the old cells as they are, and once the version
 // is moved, an adapter of an old layout refuses the tables instead of
@@ -197,8 +203,8 @@ const layoutSetting = "layout.version"
 func upgradeLayout(ctx context.Context, uid table.Table, got map[string][]byte) (bool, error) {
 	old := got[layoutSetting] // the check-and-put compares these very bytes
 	from, err := strconv.Atoi(string(old))
-	if err != nil || from < cellcodec.OldestReadableLayoutVersion || from >= cellcodec.LayoutVersion {
-		return false, nil // absent, garbled or newer: checkSchema reports it
+	if err != nil || !readsLayout(from) {
+		return false, nil // absent, garbled, current or newer: checkSchema reports the wrong ones
 	}
 	put := []table.Cell{{
 		Row: schemaRow, Family: labels2uid.FamilyID, Qualifier: []byte(layoutSetting),

@@ -263,6 +263,11 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Last: only an adapter that opened everything moves the tables'
+	// layout version forward (checkSchema), refusing older adapters then.
+	if _, err := upgradeLayout(ctx, uid, schema); err != nil {
+		return nil, err
+	}
 	s.read.names = newNameCache(s.uids)
 	s.read.markWindow = markDelay / 2
 	if cfg.Registerer != nil {
