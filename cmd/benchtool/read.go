@@ -215,17 +215,3 @@ func readOne(ctx context.Context, client *http.Client, t target, mode string, q 
 	}
 	return readcount.Samples(resp.Body)
 }
-
-func countOpenTSDB(r io.Reader) (int64, error) {
-	var results []struct {
-		DPs map[string]json.RawMessage `json:"dps"`
-	}
-	if err := json.NewDecoder(r).Decode(&results); err != nil {
-		return 0, fmt.Errorf("decoding /api/query answer: %w", err)
-	}
-	var n int64
-	for _, s := range results {
-		n += int64(len(s.DPs))
-	}
-	return n, nil
-}
