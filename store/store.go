@@ -263,11 +263,6 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Last: only an adapter that opened everything moves the tables'
-	// layout version forward (checkSchema), refusing older adapters then.
-	if _, err := upgradeLayout(ctx, uid, schema); err != nil {
-		return nil, err
-	}
 	s.read.names = newNameCache(s.uids)
 	s.read.markWindow = markDelay / 2
 	if cfg.Registerer != nil {
@@ -291,6 +286,11 @@ func Open(ctx context.Context, db table.DB, cfg Config) (*Store, error) {
 	}
 	s.writers.New = func() any { return new(writer) }
 	s.histories.New = func() any { return &historyWriter{plan: compactPlan{xorOnly: cfg.FloatChunks == FloatChunksXOR}} }
+	// Last: only an adapter that opened everything moves the tables'
+	// layout version forward (checkSchema), refusing older adapters then.
+	if _, err := upgradeLayout(ctx, uid, schema); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
