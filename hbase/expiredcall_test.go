@@ -22,9 +22,24 @@ import (
 // it failed (here another caller's Multi, which was then sent again) and
 // the server was marked silent.
 func TestExpiredCallKeepsConnection(t *testing.T) {
+	// The deadline passed a millisecond ago; the context's timer fires a
+	// few milliseconds late (a busy runtime, a GC pause, a process that
+	// stalled): until then Err is nil and Done open.
+	checkExpiredCallAlone(t, func(ctx context.Context) (context.Context, context.CancelFunc) {
+		lagging, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+		return stalledCtx{lagging, time.Now().Add(-time.Millisecond)}, cancel
+	})
+}
+
+// checkExpiredCallAlone puts another caller's write in flight on server
+// a's connection (held by a), makes a call under the context expire gives,
+// whose deadline passes before its timer fires, and checks that the call
+// failed alone: the connection open, a not marked silent, no relocation
+// counted as stalled, and the other write sent once.
+func checkExpiredCallAlone(t *testing.T, expire func(context.Context) (context.Context, context.CancelFunc)) {
+	t.Helper()
 	f := newHeldCluster(t, 1)
 	ctx := testCtx(t)
-	// Another caller's write, in flight on a's connection (held by a).
 	inFlight := startBatch(ctx, f.c, rowsOf(0, 1))
 	<-f.a.multis.arrived
 	conn := f.c.conns[connKey{f.a.addr(), hrpc.ClientService}]
@@ -33,12 +48,8 @@ func TestExpiredCallKeepsConnection(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond) // the last frame read is in the past
 
-	// The deadline passed a millisecond ago; the context's timer fires a
-	// few milliseconds late (a busy runtime, a GC pause, a process that
-	// stalled): until then Err is nil and Done open.
-	lagging, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+	expired, cancel := expire(ctx)
 	defer cancel()
-	expired := stalledCtx{lagging, time.Now().Add(-time.Millisecond)}
 	err := f.c.Mutate(expired, fakeTable, put("late", "f", "q", "v"))
 	if err == nil {
 		t.Fatal("a call past its deadline succeeded")
@@ -103,41 +114,12 @@ func (c pausingCtx) Deadline() (time.Time, bool) {
 // too. Compared with the attempt's start, not the time of the refusal, it
 // was again taken for an attempt that timed out on a silent server.
 func TestDeadlinePassedAfterStart(t *testing.T) {
-	f := newHeldCluster(t, 1)
-	ctx := testCtx(t)
-	inFlight := startBatch(ctx, f.c, rowsOf(0, 1))
-	<-f.a.multis.arrived
-	conn := f.c.conns[connKey{f.a.addr(), hrpc.ClientService}]
-	if conn == nil || conn.Err() != nil {
-		t.Fatal("no open connection to a")
-	}
-	time.Sleep(50 * time.Millisecond) // the last frame read is in the past
-
-	lagging, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	expired := pausingCtx{lagging, time.Now().Add(20 * time.Millisecond), &atomic.Bool{}}
-	err := f.c.Mutate(expired, fakeTable, put("late", "f", "q", "v"))
-	if err == nil {
-		t.Fatal("a call past its deadline succeeded")
-	}
-	t.Logf("expired call: %v", err)
-	if !expired.stalled.Load() {
+	stalled := &atomic.Bool{}
+	checkExpiredCallAlone(t, func(ctx context.Context) (context.Context, context.CancelFunc) {
+		lagging, cancel := context.WithTimeout(ctx, 5*time.Second)
+		return pausingCtx{lagging, time.Now().Add(20 * time.Millisecond), stalled}, cancel
+	})
+	if !stalled.Load() {
 		t.Fatal("the call never stalled in region.(*Conn).Call's look at its deadline (renamed?): nothing tested")
-	}
-	if cerr := conn.Err(); cerr != nil {
-		t.Errorf("a call that was never sent closed the healthy connection to a: %v", cerr)
-	}
-	f.c.mu.Lock()
-	_, silent := f.c.silent[f.a.addr()]
-	f.c.mu.Unlock()
-	if silent {
-		t.Errorf("server a marked silent by a call that was never sent")
-	}
-	f.a.multis.release <- struct{}{}
-	if err := <-inFlight; err != nil {
-		t.Fatalf("the other caller's write: %v", err)
-	}
-	if seen, _ := f.a.multis.counts("c0-0"); seen != 1 {
-		t.Errorf("the other caller's write was sent %d times, want 1", seen)
 	}
 }
