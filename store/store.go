@@ -300,6 +300,10 @@ func (s *Store) Resolver() *labels2uid.Resolver { return s.uids }
 // Layout is the row-key layout in use.
 func (s *Store) Layout() rowkey.Layout { return s.layout }
 
+// WriteTimeout is the longest a write may take to land (Config.WriteTimeout,
+// its default in place of 0): a compactor's quiet period must exceed it.
+func (s *Store) WriteTimeout() time.Duration { return s.cfg.WriteTimeout }
+
 // Ping answers nil when the backend serves requests.
 func (s *Store) Ping(ctx context.Context) error { return s.db.Ping(ctx) }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -49,7 +48,7 @@ func addCompactorFlags(app *kingpin.Application) *compactorFlags {
 
 // startCompactor runs the compactor, when the flags enable it, until ctx
 // ends or stop is called; stop returns once it has stopped.
-func startCompactor(ctx context.Context, st *store.Store, f *compactorFlags, writeTimeout time.Duration, reg prometheus.Registerer, logger *slog.Logger) (stop func(), err error) {
+func startCompactor(ctx context.Context, st *store.Store, f *compactorFlags, reg prometheus.Registerer, logger *slog.Logger) (stop func(), err error) {
 	if !f.enabled {
 		logger.Info("compactor disabled")
 		return func() {}, nil
@@ -63,13 +62,11 @@ func startCompactor(ctx context.Context, st *store.Store, f *compactorFlags, wri
 		rate = -1 // store.CompactorConfig: negative means no limit
 	}
 	c, err := st.NewCompactor(store.CompactorConfig{
-		Grace:    storeGrace(f.grace),
-		Interval: f.interval,
-		Rate:     rate,
-		Lease:    f.lease,
-		// The write timeout the write path and the store take: 0 is their
-		// default, not no time at all.
-		Quiet:         store.MarkRefresh + cmp.Or(max(writeTimeout, 0), store.DefaultWriteTimeout) + f.skew,
+		Grace:         storeGrace(f.grace),
+		Interval:      f.interval,
+		Rate:          rate,
+		Lease:         f.lease,
+		Quiet:         store.MarkRefresh + st.WriteTimeout() + f.skew,
 		BatchRows:     f.batchRows,
 		RawSweepEvery: rawSweep(f.rawSweep),
 		Registerer:    reg,

@@ -387,7 +387,7 @@ func serve(cfg *config, logger *slog.Logger) (err error) {
 		}
 	}()
 
-	stopCompactor, err := startCompactor(ctx, st, cfg.compactor, cfg.write.Timeout, reg, logger)
+	stopCompactor, err := startCompactor(ctx, st, cfg.compactor, reg, logger)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -78,7 +77,6 @@ type DB struct {
 	now    func() time.Time
 	logger *slog.Logger
 	locks  rowLocks
-	closed atomic.Bool
 	ops    opGate // calls under way and scanners open, which Close waits for
 	// closeWait bounds that wait (Options.CloseWait).
 	closeWait time.Duration
@@ -243,8 +241,11 @@ func (db *DB) loadCatalog() error {
 
 var errClosed = errors.New("pebbletable: database closed")
 
+// check reports whether a call may go on, without counting it in (enter):
+// for a call counted in already (a loop's later steps) or one that reads
+// nothing of Pebble (Ping).
 func (db *DB) check(ctx context.Context) error {
-	if db.closed.Load() {
+	if db.ops.isClosed() {
 		return errClosed
 	}
 	return ctx.Err()
@@ -330,10 +331,10 @@ func (db *DB) Ping(ctx context.Context) error {
 // synced already, and Pebble panics on use after its Close. Calls after
 // the first return nil.
 func (db *DB) Close() error {
-	if db.closed.Swap(true) {
+	idle, n, first := db.ops.close()
+	if !first {
 		return nil
 	}
-	idle, n := db.ops.close()
 	if db.stopSweep != nil {
 		db.stopSweep()
 	}

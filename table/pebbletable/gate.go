@@ -38,11 +38,21 @@ func (g *opGate) exit() {
 	}
 }
 
-// close refuses new calls and returns a channel closed once none is under
-// way, with how many are now.
-func (g *opGate) close() (<-chan struct{}, int) {
+// isClosed reports whether close was called.
+func (g *opGate) isClosed() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.closed
+}
+
+// close refuses new calls and returns a channel closed once none is under
+// way, with how many are now; first is false when it was closed already.
+func (g *opGate) close() (_ <-chan struct{}, n int, first bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, 0, false
+	}
 	g.closed = true
 	idle := make(chan struct{})
 	if g.n == 0 {
@@ -50,7 +60,7 @@ func (g *opGate) close() (<-chan struct{}, int) {
 	} else {
 		g.idle = idle
 	}
-	return idle, g.n
+	return idle, g.n, true
 }
 
 // enter starts a call on the DB: it fails once the DB is closing, or when
