@@ -57,6 +57,10 @@ type CellChunks struct {
 // first millisecond is hourMillis.
 func (r *CellChunks) Reset(hourMillis int64, q, v []byte) {
 	*r = CellChunks{hourMillis: hourMillis}
+	if IsFenceQualifier(q) {
+		r.err = checkFence(v) // no chunk: the row's fence (fence.go)
+		return
+	}
 	var enc chunkenc.Encoding // EncNone for a qualifier of no chunk cell: decodeChunk says why
 	if len(q) == ChunkQualifierLen && q[0] == chunkQualifierPrefix {
 		enc = chunkenc.Encoding(q[1])

@@ -56,10 +56,11 @@ import (
 // misread the new one. Version 1: float raw cells and XOR chunk cells.
 // Version 2 adds raw histogram cells and histogram and float-histogram
 // chunk cells. Version 3 adds packed cells (packed.go), version 4 dense
-// cells (dense.go). Each reads every older table as it is, so an adapter
-// upgrades the recorded version in place, after which adapters of an older
-// version refuse the tables rather than misread a cell they do not know.
-const LayoutVersion = 4
+// cells (dense.go), version 5 fence cells (fence.go). Each reads every older
+// table as it is, so an adapter upgrades the recorded version in place,
+// after which adapters of an older version refuse the tables rather than
+// misread a cell they do not know.
+const LayoutVersion = 5
 
 // OldestReadableLayoutVersion is the oldest layout version this one reads
 // unchanged and upgrades in place.

@@ -193,7 +193,7 @@ func rowEncodings(t *testing.T, s *Store) []string {
 	defer sc.Close()
 	for sc.Next() {
 		for _, c := range sc.At().Cells {
-			if cellcodec.IsChunkQualifier(c.Qualifier) {
+			if cellcodec.IsChunkQualifier(c.Qualifier) && !cellcodec.IsFenceQualifier(c.Qualifier) {
 				out = append(out, fmt.Sprintf("%#x", c.Qualifier[1]))
 			}
 		}

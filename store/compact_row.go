@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/prom-hbase/prom-hbase/cellcodec"
@@ -51,18 +52,24 @@ type compactPlan struct {
 
 // rowFence is one row's share of a plan's puts, puts[from:to], and of its
 // deletions, delChunks[chunksFrom:chunksTo] and delRaw[rawFrom:rawTo], and
-// the cell that guards them: the first cell the puts write. The puts are
-// written only while it holds expected, what the row held there when read
-// (nil when it held none; Compactor.putFenced); the deletions go only while
-// it holds wrote, the value the puts wrote there (Compactor.flushDeletes).
+// the cell that guards them: the row's fence cell in FamilyFence
+// (cellcodec/fence.go), the last of the puts, a new random value each fold.
+// The puts are written only while it holds expected, what the row held
+// there when read (nil when it held none; Compactor.putFenced); the
+// deletions go only while it holds wrote, the value the puts wrote there
+// (Compactor.flushDeletes). So a fold by another compactor in between,
+// whatever cells it changed, refuses both.
 type rowFence struct {
 	from, to             int
 	chunksFrom, chunksTo int
 	rawFrom, rawTo       int
-	family               string
 	qualifier            []byte
 	expected, wrote      []byte
 }
+
+// fenceQualifier is the fence cell's qualifier, shared by every put of it
+// (never written to: its capacity is its length, so an append copies).
+var fenceQualifier = slices.Clip(cellcodec.AppendFenceQualifier(nil))
 
 func (p *compactPlan) reset() {
 	clear(p.puts)
@@ -114,8 +121,17 @@ func (p *compactPlan) addRow(key []byte, hourMillis int64, cells []table.Cell) e
 	newPuts := p.puts[nPuts:]
 	nChunks, nRaw := len(p.delChunks), len(p.delRaw)
 	p.keptRaw = append(p.keptRaw[:0], make([]bool, len(p.keep))...)
+	var fence *table.Cell
 	for i := range cells {
 		c := &cells[i]
+		if c.Family == FamilyFence {
+			// The row's fence: the new one overwrites it (same qualifier
+			// and version).
+			if cellcodec.IsFenceQualifier(c.Qualifier) {
+				fence = c
+			}
+			continue
+		}
 		del := table.Cell{Row: key, Family: c.Family, Qualifier: c.Qualifier, Timestamp: c.Timestamp}
 		if !cellcodec.IsChunkQualifier(c.Qualifier) {
 			// A sample no chunk holds stays a raw cell, in FamilyData: reads
@@ -149,11 +165,14 @@ func (p *compactPlan) addRow(key []byte, hourMillis int64, cells []table.Cell) e
 		p.rows++
 		return nil
 	}
-	first := &p.puts[nPuts]
+	stamp := cellcodec.AppendFenceValue(make([]byte, 0, cellcodec.FenceValueLen), rand.Uint64())
+	p.puts = append(p.puts, table.Cell{Row: key, Family: FamilyFence, Qualifier: fenceQualifier,
+		Timestamp: hourMillis + cellcodec.HourMillis - 1, Value: stamp})
+	p.bytes += len(fenceQualifier) + len(stamp)
 	f := rowFence{from: nPuts, to: len(p.puts), chunksFrom: nChunks, chunksTo: len(p.delChunks), rawFrom: nRaw, rawTo: len(p.delRaw),
-		family: first.Family, qualifier: first.Qualifier, wrote: first.Value}
-	if c := findCell(cells, first.Family, first.Qualifier); c != nil {
-		f.expected = c.Value
+		qualifier: fenceQualifier, wrote: stamp}
+	if fence != nil {
+		f.expected = fence.Value
 	}
 	p.fences = append(p.fences, f)
 	p.rows++

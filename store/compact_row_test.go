@@ -176,10 +176,11 @@ func TestCompactPlanRow(t *testing.T) {
 			if err := p.addRow([]byte("k"), planHour, tc.cells); err != nil {
 				t.Fatal(err)
 			}
-			if p.rows != tc.rows || len(p.puts) != tc.puts || len(p.delChunks) != tc.delChunks || len(p.delRaw) != tc.delRaw {
-				t.Fatalf("rows %d puts %d delChunks %d delRaw %d; want %d %d %d %d", p.rows, len(p.puts), len(p.delChunks), len(p.delRaw), tc.rows, tc.puts, tc.delChunks, tc.delRaw)
+			puts := chunkPuts(t, &p)
+			if p.rows != tc.rows || len(puts) != tc.puts || len(p.delChunks) != tc.delChunks || len(p.delRaw) != tc.delRaw {
+				t.Fatalf("rows %d puts %d delChunks %d delRaw %d; want %d %d %d %d", p.rows, len(puts), len(p.delChunks), len(p.delRaw), tc.rows, tc.puts, tc.delChunks, tc.delRaw)
 			}
-			for _, c := range p.puts {
+			for _, c := range puts {
 				if enc := chunkenc.Encoding(c.Qualifier[1]); enc != tc.enc {
 					t.Fatalf("put cell %x of encoding %#x, want %#x", c.Qualifier, byte(enc), byte(tc.enc))
 				}
@@ -195,6 +196,9 @@ func TestCompactPlanRow(t *testing.T) {
 			for _, c := range after {
 				if !cellcodec.IsChunkQualifier(c.Qualifier) {
 					t.Fatalf("raw cell %x left", c.Qualifier)
+				}
+				if c.Family == FamilyFence {
+					continue
 				}
 				chs, err := cellcodec.AppendCellChunks(nil, planHour, c.Qualifier, c.Value)
 				if err != nil || c.Timestamp != chs[len(chs)-1].MaxT {
@@ -280,11 +284,12 @@ func TestCompactPlanCellLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			limit := p.cellLimit()
-			if len(p.puts) < tc.cells {
-				t.Fatalf("%d cells, want at least %d", len(p.puts), tc.cells)
+			puts := chunkPuts(t, p)
+			if len(puts) < tc.cells {
+				t.Fatalf("%d cells, want at least %d", len(puts), tc.cells)
 			}
 			last := int64(math.MinInt64)
-			for i, c := range p.puts {
+			for i, c := range puts {
 				if len(c.Value) > limit {
 					t.Errorf("cell %d holds %d bytes, more than the limit %d", i, len(c.Value), limit)
 				}
@@ -330,7 +335,8 @@ func TestCompactPlanCellLimit(t *testing.T) {
 		if err := p.addRow([]byte("k"), planHour, cells); err != nil {
 			t.Fatal(err)
 		}
-		isDense := len(p.puts) == 1 && chunkenc.Encoding(p.puts[0].Qualifier[1]) == cellcodec.EncDenseFloat
+		puts := chunkPuts(t, p)
+		isDense := len(puts) == 1 && chunkenc.Encoding(puts[0].Qualifier[1]) == cellcodec.EncDenseFloat
 		if want := limit >= len(dense); isDense != want {
 			t.Errorf("limit %d, dense cell of %d bytes: planned dense %v, want %v", limit, len(dense), isDense, want)
 		}
@@ -394,4 +400,29 @@ func TestHistogramCellsWithinBound(t *testing.T) {
 			t.Fatalf("histogram %d differs after the plan", i)
 		}
 	}
+}
+
+// chunkPuts checks that each row p plans ends its puts with the row's
+// fence cell (FamilyFence, the hour's last millisecond, a new value, and
+// the row's condition) and returns the other puts.
+func chunkPuts(t *testing.T, p *compactPlan) []table.Cell {
+	t.Helper()
+	var out []table.Cell
+	for _, f := range p.fences {
+		fence := p.puts[f.to-1]
+		if fence.Family != FamilyFence || !cellcodec.IsFenceQualifier(fence.Qualifier) || len(fence.Value) != cellcodec.FenceValueLen ||
+			fence.Timestamp != planHour+cellcodec.HourMillis-1 || !bytes.Equal(f.wrote, fence.Value) || !bytes.Equal(f.qualifier, fence.Qualifier) {
+			t.Fatalf("row's last put %+v, fence %+v: want the row's fence cell, its condition", fence, f)
+		}
+		for _, c := range p.puts[f.from : f.to-1] {
+			if c.Family == FamilyFence {
+				t.Fatalf("row puts a second fence cell %+v", c)
+			}
+			out = append(out, c)
+		}
+	}
+	if len(p.puts) != len(out)+len(p.fences) {
+		t.Fatalf("%d puts, %d in rows' fences", len(p.puts), len(out)+len(p.fences))
+	}
+	return out
 }

@@ -542,7 +542,15 @@ func assertCompacted(t testing.TB, s *Store) (kinds cellKinds) {
 		}
 		var chunks []cellcodec.Chunk
 		chunkCells, chunkBytes, floatsOnly := 0, 0, true
+		fences := 0
 		for _, c := range r.Cells {
+			if c.Family == FamilyFence {
+				if fences++; fences > 1 || !cellcodec.IsFenceQualifier(c.Qualifier) || len(c.Value) != cellcodec.FenceValueLen ||
+					c.Timestamp != int64(k.BaseHour)*1000+cellcodec.HourMillis-1 {
+					t.Fatalf("row %x: fence cell %x@%d=%x", r.Key, c.Qualifier, c.Timestamp, c.Value)
+				}
+				continue
+			}
 			if c.Family != FamilyData {
 				// Reads take FamilyRaw only where marks are: nothing may stay there.
 				t.Fatalf("row %x: cell %x left in family %s", r.Key, c.Qualifier, c.Family)

@@ -32,6 +32,12 @@ const (
 	// compaction table marks (rawhours.go), so that once an hour is folded
 	// its raw cells' delete markers cost reads nothing.
 	FamilyRaw = "r"
+	// FamilyFence is the data table's family of fence cells, one a
+	// compacted row (cellcodec/fence.go), which every fold of the row
+	// changes and conditions its writes on. Reads of unmarked hours never
+	// open it, and its cells are not raw, so the raw family's sweeps do not
+	// rewrite them.
+	FamilyFence = "f"
 	// FamilyMeta holds metric metadata in the UID table.
 	FamilyMeta = "meta"
 )

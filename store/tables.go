@@ -32,7 +32,7 @@ func uidTableSpec(cfg Config) table.TableSpec {
 
 // dataTableSpec is the data table: chunks in FamilyData, raw cells waiting
 // for the compactor in FamilyRaw, with the same attributes but their block
-// compression. They keep NEW_VERSION_BEHAVIOR so that a cell re-written
+// compression, and the compacted rows' fence cells in FamilyFence. They keep NEW_VERSION_BEHAVIOR so that a cell re-written
 // after a delete (a late or retried sample after the compactor removed the
 // raw cells) is visible whatever its timestamp. The TTL is the retention,
 // counted from each sample's own time.
@@ -82,7 +82,7 @@ func dataTableSpec(cfg Config) table.TableSpec {
 	raw.InMemoryCompaction = cfg.RawMemstore
 	spec := table.TableSpec{
 		Name:     cfg.TablePrefix + DataTableSuffix,
-		Families: []table.FamilySpec{fam(FamilyData, cfg.ChunkCompression), raw},
+		Families: []table.FamilySpec{fam(FamilyData, cfg.ChunkCompression), raw, fam(FamilyFence, cfg.DataCompression)},
 	}
 	spec.SplitKeys = dataSplitKeys(cfg.Layout.SaltBuckets, cfg.DataRegions)
 	return spec
@@ -186,7 +186,7 @@ var describeWait = 15 * time.Second // tests shorten it
 
 // addable are the families a table created by an earlier version may lack:
 // ensureTable adds them.
-var addable = map[string]bool{FamilyRaw: true}
+var addable = map[string]bool{FamilyRaw: true, FamilyFence: true}
 
 // addFamily adds a family to an existing table; another adapter adding it
 // first is as good.

@@ -126,14 +126,14 @@ func TestOpenAltersExistingTables(t *testing.T) {
 			if f.TTL != cfg.Retention {
 				t.Errorf("data family %s TTL = %v after a restart with retention %v", f.Name, f.TTL, cfg.Retention)
 			}
-			codec := map[string]string{FamilyData: DefaultChunkCompression, FamilyRaw: DefaultDataCompression}[f.Name]
+			codec := map[string]string{FamilyData: DefaultChunkCompression, FamilyRaw: DefaultDataCompression, FamilyFence: DefaultDataCompression}[f.Name]
 			if f.DataBlockEncoding != "ROW_INDEX_V1" || f.Compression != codec {
 				t.Errorf("data family %s after a start with the default compression: %s blocks compressed %q, want ROW_INDEX_V1, %s",
 					f.Name, f.DataBlockEncoding, f.Compression, codec)
 			}
-			// The chunk family keeps the server's default; the raw one takes
-			// the default of this version.
-			if want := map[string]string{FamilyData: "", FamilyRaw: DefaultRawMemstore}[f.Name]; f.InMemoryCompaction != want {
+			// The chunk and fence families keep the server's default; the raw
+			// one takes the default of this version.
+			if want := map[string]string{FamilyData: "", FamilyRaw: DefaultRawMemstore, FamilyFence: ""}[f.Name]; f.InMemoryCompaction != want {
 				t.Errorf("data family %s after a start with the defaults: IN_MEMORY_COMPACTION %q, want %q", f.Name, f.InMemoryCompaction, want)
 			}
 		}
@@ -161,7 +161,7 @@ func TestOpenAltersExistingTables(t *testing.T) {
 func dataFamilies(t *testing.T, data table.TableSpec) []table.FamilySpec {
 	t.Helper()
 	var out []table.FamilySpec
-	for _, name := range []string{FamilyData, FamilyRaw} {
+	for _, name := range []string{FamilyData, FamilyRaw, FamilyFence} {
 		f, ok := findFamily(data, name)
 		if !ok {
 			t.Fatalf("data table has no family %s: %+v", name, data.Families)
