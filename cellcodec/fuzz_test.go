@@ -48,8 +48,9 @@ func FuzzDecodeChunk(f *testing.F) {
 	} else {
 		f.Fatalf("seed chunk holds %d samples", n)
 	}
-	f.Add(AppendFenceQualifier(nil), AppendFenceValue(nil, 7))
-	f.Add(AppendFenceQualifier(nil), []byte{1, 2})
+	f.Add(AppendFenceQualifier(nil), []byte{7})
+	f.Add(AppendFenceQualifier(nil), []byte{0x81, 0x01})
+	f.Add(AppendFenceQualifier(nil), []byte{0x80})
 	f.Fuzz(func(t *testing.T, q, v []byte) {
 		var r CellChunks
 		prev := int64(math.MinInt64)
@@ -120,7 +121,7 @@ func FuzzDecodeRow(f *testing.F) {
 	f.Add(dq, dv)
 	f.Add([]byte{1, 1}, []byte{0, 5, 0xff, 0xff, 0xff})
 	f.Add([]byte{}, []byte{})
-	f.Add(AppendFenceQualifier(nil), AppendFenceValue(nil, 7))
+	f.Add(AppendFenceQualifier(nil), []byte{7})
 	f.Fuzz(func(t *testing.T, q, v []byte) {
 		if off, _, err := DecodeRaw(q, v); err == nil && off >= HourMillis {
 			t.Fatalf("accepted offset %d", off)

@@ -58,7 +58,7 @@ type CellChunks struct {
 func (r *CellChunks) Reset(hourMillis int64, q, v []byte) {
 	*r = CellChunks{hourMillis: hourMillis}
 	if IsFenceQualifier(q) {
-		r.err = checkFence(v) // no chunk: the row's fence (fence.go)
+		_, r.err = fenceCount(v) // no chunk: the row's fence (fence.go)
 		return
 	}
 	var enc chunkenc.Encoding // EncNone for a qualifier of no chunk cell: decodeChunk says why

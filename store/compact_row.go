@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 
 	"github.com/prom-hbase/prom-hbase/cellcodec"
@@ -53,7 +52,7 @@ type compactPlan struct {
 // rowFence is one row's share of a plan's puts, puts[from:to], and of its
 // deletions, delChunks[chunksFrom:chunksTo] and delRaw[rawFrom:rawTo], and
 // the cell that guards them: the row's fence cell in FamilyFence
-// (cellcodec/fence.go), the last of the puts, a new random value each fold.
+// (cellcodec/fence.go), the last of the puts, counting one more fold.
 // The puts are written only while it holds expected, what the row held
 // there when read (nil when it held none; Compactor.putFenced); the
 // deletions go only while it holds wrote, the value the puts wrote there
@@ -165,15 +164,22 @@ func (p *compactPlan) addRow(key []byte, hourMillis int64, cells []table.Cell) e
 		p.rows++
 		return nil
 	}
-	stamp := cellcodec.AppendFenceValue(make([]byte, 0, cellcodec.FenceValueLen), rand.Uint64())
-	p.puts = append(p.puts, table.Cell{Row: key, Family: FamilyFence, Qualifier: fenceQualifier,
-		Timestamp: hourMillis + cellcodec.HourMillis - 1, Value: stamp})
-	p.bytes += len(fenceQualifier) + len(stamp)
-	f := rowFence{from: nPuts, to: len(p.puts), chunksFrom: nChunks, chunksTo: len(p.delChunks), rawFrom: nRaw, rawTo: len(p.delRaw),
-		qualifier: fenceQualifier, wrote: stamp}
+	f := rowFence{from: nPuts, chunksFrom: nChunks, chunksTo: len(p.delChunks), rawFrom: nRaw, rawTo: len(p.delRaw), qualifier: fenceQualifier}
 	if fence != nil {
 		f.expected = fence.Value
 	}
+	next, err := cellcodec.AppendNextFence(nil, f.expected)
+	if err != nil {
+		p.puts, p.delChunks, p.delRaw = p.puts[:nPuts], p.delChunks[:nChunks], p.delRaw[:nRaw]
+		return fmt.Errorf("row %x: %w", key, err)
+	}
+	f.wrote = next
+	// The hour's last millisecond: the fence outlives every cell of the
+	// row under the table's TTL, and each fold's overwrites the last's.
+	p.puts = append(p.puts, table.Cell{Row: key, Family: FamilyFence, Qualifier: fenceQualifier,
+		Timestamp: hourMillis + cellcodec.HourMillis - 1, Value: next})
+	p.bytes += len(fenceQualifier) + len(next)
+	f.to = len(p.puts)
 	p.fences = append(p.fences, f)
 	p.rows++
 	return nil

@@ -163,6 +163,11 @@ func TestCompactPlanRow(t *testing.T) {
 		// A late sample within the cell's bounds: the same qualifier and
 		// version, an overwrite; past them, the old cell goes.
 		{"late sample into a dense hour", false, append(slices.Clone(dense), planRaw(Sample{T: planHour + 130*15000 + 1, V: 5})), 1, 1, 0, 1, cellcodec.EncDenseFloat},
+		// A row folded before holds a fence: the fold counts on from it,
+		// conditional on it, and overwrites it rather than deleting it.
+		{"late sample into a fenced dense hour", false, append(slices.Clone(dense), planRaw(Sample{T: planHour + 130*15000 + 1, V: 5}),
+			table.Cell{Row: []byte("k"), Family: FamilyFence, Qualifier: fenceQualifier, Timestamp: planHour + cellcodec.HourMillis - 1, Value: []byte{0x85, 0x01}}),
+			1, 1, 0, 1, cellcodec.EncDenseFloat},
 		{"late sample past a dense cell", false, append(slices.Clone(dense), planRaw(Sample{T: planHour + 3599_000, V: 5})), 1, 1, 1, 1, cellcodec.EncDenseFloat},
 		{"late overwrite of a dense hour", false, append(slices.Clone(dense), planRaw(Sample{T: planHour + 15000, V: stale})), 1, 1, 0, 1, cellcodec.EncDenseFloat},
 		// Adapters of either setting on one table: each folds the other's
@@ -177,6 +182,9 @@ func TestCompactPlanRow(t *testing.T) {
 				t.Fatal(err)
 			}
 			puts := chunkPuts(t, &p)
+			if c := findCell(tc.cells, FamilyFence, fenceQualifier); c != nil && (len(p.fences) != 1 || !bytes.Equal(p.fences[0].expected, c.Value)) {
+				t.Fatalf("row with fence %x planned fences %+v, want one conditional on it", c.Value, p.fences)
+			}
 			if p.rows != tc.rows || len(puts) != tc.puts || len(p.delChunks) != tc.delChunks || len(p.delRaw) != tc.delRaw {
 				t.Fatalf("rows %d puts %d delChunks %d delRaw %d; want %d %d %d %d", p.rows, len(puts), len(p.delChunks), len(p.delRaw), tc.rows, tc.puts, tc.delChunks, tc.delRaw)
 			}
@@ -410,9 +418,12 @@ func chunkPuts(t *testing.T, p *compactPlan) []table.Cell {
 	var out []table.Cell
 	for _, f := range p.fences {
 		fence := p.puts[f.to-1]
-		if fence.Family != FamilyFence || !cellcodec.IsFenceQualifier(fence.Qualifier) || len(fence.Value) != cellcodec.FenceValueLen ||
+		if fence.Family != FamilyFence || !cellcodec.IsFenceQualifier(fence.Qualifier) ||
 			fence.Timestamp != planHour+cellcodec.HourMillis-1 || !bytes.Equal(f.wrote, fence.Value) || !bytes.Equal(f.qualifier, fence.Qualifier) {
 			t.Fatalf("row's last put %+v, fence %+v: want the row's fence cell, its condition", fence, f)
+		}
+		if want, err := cellcodec.AppendNextFence(nil, f.expected); err != nil || !bytes.Equal(f.wrote, want) {
+			t.Fatalf("row's fence held %x and is written %x, want %x (%v)", f.expected, f.wrote, want, err)
 		}
 		for _, c := range p.puts[f.from : f.to-1] {
 			if c.Family == FamilyFence {

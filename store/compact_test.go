@@ -393,9 +393,10 @@ func (m *compactModel) diagnose(t testing.TB, s *Store) {
 // TestCompactProperty writes random samples (staleness markers, NaN
 // payloads, -0, duplicates, overwrites) into closed hours, compacts them
 // with compactors that are interrupted by writes at random calls, killed at
-// random calls, and run two at once, and after every step compares reads of
-// the whole window and of random parts with the reference model. At the end
-// a clean pass leaves no raw cell and no mark.
+// random calls, run two at once, and stalled past their lease with one call
+// in flight while another folds the hour, and after every step compares
+// reads of the whole window and of random parts with the reference model.
+// At the end a clean pass leaves no raw cell and no mark.
 func TestCompactProperty(t *testing.T) {
 	rounds := map[string]int{"pebble": 40, "hbase": 12}
 	for _, b := range backends {
@@ -463,7 +464,7 @@ func testCompactProperty(t *testing.T, db table.DB, prefix string, rounds int) {
 		m.write(t, s, m.batch(rng, window), false)
 		check(fmt.Sprintf("round %d: write", round))
 		clock.advance(cfg.Quiet + time.Second) // the marks are quiet
-		scenario := []string{"clean", "writes", "killed", "killed+writes", "two", "two+killed"}[rng.IntN(6)]
+		scenario := []string{"clean", "writes", "killed", "killed+writes", "two", "two+killed", "stale"}[rng.IntN(7)]
 		stats[scenario]++
 		switch scenario {
 		case "clean", "writes":
@@ -487,6 +488,31 @@ func testCompactProperty(t *testing.T, db table.DB, prefix string, rounds int) {
 				wg.Go(func() { _, _ = c.Pass(context.Background()) })
 			}
 			wg.Wait()
+			clock.advance(cfg.Lease)
+		case "stale":
+			// A stalls as it sends its first chunk put or deletion and
+			// resumes, the call landing whatever its context says, only
+			// after its lease ran out, samples were written, and B folded
+			// the hour again.
+			st := newStallTable(s.data, rng.IntN(2) == 0)
+			a, err := newCompactor(s.layout, st, s.todo.t, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			aDone := make(chan struct{})
+			go func() { defer close(aDone); _, _ = a.Pass(context.Background()) }()
+			select {
+			case <-st.stalled:
+			case <-aDone: // nothing of the kind to send
+			}
+			m.write(t, s, m.batch(rng, window), true)
+			clock.advance(cfg.Quiet + cfg.Lease + time.Second)
+			b, _ := newFaulty(0, false)
+			if _, err := b.Pass(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			close(st.release)
+			<-aDone
 			clock.advance(cfg.Lease)
 		}
 		check(fmt.Sprintf("round %d: %s", round, scenario))
@@ -545,10 +571,12 @@ func assertCompacted(t testing.TB, s *Store) (kinds cellKinds) {
 		fences := 0
 		for _, c := range r.Cells {
 			if c.Family == FamilyFence {
-				if fences++; fences > 1 || !cellcodec.IsFenceQualifier(c.Qualifier) || len(c.Value) != cellcodec.FenceValueLen ||
+				var cr cellcodec.CellChunks
+				if cr.Reset(0, c.Qualifier, c.Value); fences > 0 || !cellcodec.IsFenceQualifier(c.Qualifier) || cr.Err() != nil ||
 					c.Timestamp != int64(k.BaseHour)*1000+cellcodec.HourMillis-1 {
 					t.Fatalf("row %x: fence cell %x@%d=%x", r.Key, c.Qualifier, c.Timestamp, c.Value)
 				}
+				fences++
 				continue
 			}
 			if c.Family != FamilyData {

@@ -32,7 +32,9 @@ func uidTableSpec(cfg Config) table.TableSpec {
 
 // dataTableSpec is the data table: chunks in FamilyData, raw cells waiting
 // for the compactor in FamilyRaw, with the same attributes but their block
-// compression, and the compacted rows' fence cells in FamilyFence. They keep NEW_VERSION_BEHAVIOR so that a cell re-written
+// compression, and the compacted rows' fence cells in FamilyFence, which
+// the compactor writes with the chunks and which live as long: they take
+// the chunks' compression (BENCHMARKS.md, "Fence cells: bytes"). They keep NEW_VERSION_BEHAVIOR so that a cell re-written
 // after a delete (a late or retried sample after the compactor removed the
 // raw cells) is visible whatever its timestamp. The TTL is the retention,
 // counted from each sample's own time.
@@ -82,7 +84,7 @@ func dataTableSpec(cfg Config) table.TableSpec {
 	raw.InMemoryCompaction = cfg.RawMemstore
 	spec := table.TableSpec{
 		Name:     cfg.TablePrefix + DataTableSuffix,
-		Families: []table.FamilySpec{fam(FamilyData, cfg.ChunkCompression), raw, fam(FamilyFence, cfg.DataCompression)},
+		Families: []table.FamilySpec{fam(FamilyData, cfg.ChunkCompression), raw, fam(FamilyFence, cfg.ChunkCompression)},
 	}
 	spec.SplitKeys = dataSplitKeys(cfg.Layout.SaltBuckets, cfg.DataRegions)
 	return spec

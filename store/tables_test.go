@@ -126,7 +126,7 @@ func TestOpenAltersExistingTables(t *testing.T) {
 			if f.TTL != cfg.Retention {
 				t.Errorf("data family %s TTL = %v after a restart with retention %v", f.Name, f.TTL, cfg.Retention)
 			}
-			codec := map[string]string{FamilyData: DefaultChunkCompression, FamilyRaw: DefaultDataCompression, FamilyFence: DefaultDataCompression}[f.Name]
+			codec := map[string]string{FamilyData: DefaultChunkCompression, FamilyRaw: DefaultDataCompression, FamilyFence: DefaultChunkCompression}[f.Name]
 			if f.DataBlockEncoding != "ROW_INDEX_V1" || f.Compression != codec {
 				t.Errorf("data family %s after a start with the default compression: %s blocks compressed %q, want ROW_INDEX_V1, %s",
 					f.Name, f.DataBlockEncoding, f.Compression, codec)
