@@ -198,3 +198,66 @@ func BenchmarkDeleteVersions(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(cells)), "ns/cell")
 }
+
+// BenchmarkScanFamilyBeside reads one family of 10,000 rows shaped like a
+// compacted data table's: a 200-byte chunk cell in "t", and beside it, in
+// "f", a one-byte fence cell (none: the table before fences). With the
+// fence's family numbered first (a table created with it) the scan meets
+// it before each row's "t" cell, numbered last (added to an older table)
+// after it. ns/row.
+func BenchmarkScanFamilyBeside(b *testing.B) {
+	for _, tc := range []struct {
+		name     string
+		families []string // in the order they are made
+		fence    bool
+	}{
+		{"none", []string{"t"}, false},
+		{"fence-first", []string{"f", "t"}, true},
+		{"fence-added", []string{"t", "f"}, true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			db := openTest(b, b.TempDir(), Options{SweepInterval: -1})
+			ctx := context.Background()
+			tt, err := table.EnsureTable(ctx, db, table.TableSpec{Name: "bench", Families: []table.FamilySpec{{Name: tc.families[0]}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, f := range tc.families[1:] {
+				if err := db.AddFamily(ctx, "bench", table.FamilySpec{Name: f}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			const rows = 10000
+			var cells []table.Cell
+			for i := range rows {
+				row := benchRow(nil, i)
+				cells = append(cells, table.Cell{Row: row, Family: "t", Qualifier: []byte{1, 0x84, 0, 0, 0, 0, 0, 0x36, 0xee, 0x7f}, Timestamp: 1700000000000, Value: make([]byte, 200)})
+				if tc.fence {
+					cells = append(cells, table.Cell{Row: row, Family: "f", Qualifier: []byte{1, 0xff}, Timestamp: 1700000000000, Value: []byte{1}})
+				}
+			}
+			if err := tt.Put(ctx, cells); err != nil {
+				b.Fatal(err)
+			}
+			if err := db.pdb.Flush(); err != nil { // read from a table file, as compacted hours are
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				sc := tt.Scan(ctx, table.ScanOptions{Family: "t"})
+				n := 0
+				for sc.Next() {
+					n++
+				}
+				if err := sc.Err(); err != nil {
+					b.Fatal(err)
+				}
+				_ = sc.Close()
+				if n != rows {
+					b.Fatalf("scanned %d rows, want %d", n, rows)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+		})
+	}
+}
