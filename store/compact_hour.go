@@ -146,8 +146,9 @@ func (c *Compactor) compactMetric(ctx context.Context, l *lease, salt byte, metr
 	var rowErr error
 	start := r.Start
 	for {
-		// Both families: raw cells wait in FamilyRaw, or in FamilyData
-		// when an earlier version wrote them.
+		// Every family: raw cells wait in FamilyRaw, or in FamilyData
+		// when an earlier version wrote them, and the fold's condition is
+		// on the fence in FamilyFence.
 		rows, err := scanPage(ctx, c.data, table.ScanOptions{Start: start, Stop: r.Stop}, c.cfg.BatchRows)
 		if err != nil {
 			return fmt.Errorf("read hour rows: %w", err)

@@ -34,9 +34,9 @@ const (
 	FamilyRaw = "r"
 	// FamilyFence is the data table's family of fence cells, one a
 	// compacted row (cellcodec/fence.go), which every fold of the row
-	// changes and conditions its writes on. Reads of unmarked hours never
-	// open it, and its cells are not raw, so the raw family's sweeps do not
-	// rewrite them.
+	// changes and conditions its writes on. Reads of unmarked hours name
+	// FamilyData alone (on HBase they never open its files), and its cells
+	// are not raw, so the raw family's sweeps do not rewrite them.
 	FamilyFence = "f"
 	// FamilyMeta holds metric metadata in the UID table.
 	FamilyMeta = "meta"

@@ -34,10 +34,11 @@ func uidTableSpec(cfg Config) table.TableSpec {
 // for the compactor in FamilyRaw, with the same attributes but their block
 // compression, and the compacted rows' fence cells in FamilyFence, which
 // the compactor writes with the chunks and which live as long: they take
-// the chunks' compression (BENCHMARKS.md, "Fence cells: bytes"). They keep NEW_VERSION_BEHAVIOR so that a cell re-written
-// after a delete (a late or retried sample after the compactor removed the
-// raw cells) is visible whatever its timestamp. The TTL is the retention,
-// counted from each sample's own time.
+// the chunks' compression (BENCHMARKS.md, "Fence cells: bytes"). They keep
+// NEW_VERSION_BEHAVIOR so that a cell re-written after a delete (a late or
+// retried sample after the compactor removed the raw cells) is visible
+// whatever its timestamp. The TTL is the retention, counted from each
+// sample's own time.
 //
 // Blocks are compressed (Config.DataCompression, SNAPPY by default, for raw
 // cells; Config.ChunkCompression, GZ by default, for chunks) and
