@@ -193,12 +193,11 @@ type pendingDeletes struct {
 }
 
 // pendingRow is one row's deletions, cells[from:to], and the cell that
-// guards them: the fence (FamilyFence, qualifier) must still hold wrote.
+// guards them: the row's fence must still hold wrote.
 type pendingRow struct {
-	from, to  int
-	raw       int
-	qualifier []byte
-	wrote     []byte
+	from, to int
+	raw      int
+	wrote    []byte
 }
 
 func (d *pendingDeletes) add(p *compactPlan) {
@@ -207,8 +206,7 @@ func (d *pendingDeletes) add(p *compactPlan) {
 		d.cells = append(d.cells, p.delChunks[f.chunksFrom:f.chunksTo]...)
 		d.cells = append(d.cells, p.delRaw[f.rawFrom:f.rawTo]...)
 		if len(d.cells) > from {
-			d.del = append(d.del, pendingRow{from: from, to: len(d.cells), raw: f.rawTo - f.rawFrom,
-				qualifier: f.qualifier, wrote: f.wrote})
+			d.del = append(d.del, pendingRow{from: from, to: len(d.cells), raw: f.rawTo - f.rawFrom, wrote: f.wrote})
 		}
 	}
 	d.raw += len(p.delRaw)
@@ -219,7 +217,7 @@ func (d *pendingDeletes) add(p *compactPlan) {
 func (d *pendingDeletes) condDeletes() []table.CondDelete {
 	d.conds = d.conds[:0]
 	for _, r := range d.del {
-		d.conds = append(d.conds, table.CondDelete{Row: d.cells[r.from].Row, Family: FamilyFence, Qualifier: r.qualifier,
+		d.conds = append(d.conds, table.CondDelete{Row: d.cells[r.from].Row, Family: FamilyFence, Qualifier: fenceQualifier,
 			Expected: r.wrote, Delete: d.cells[r.from:r.to]})
 	}
 	return d.conds
@@ -276,7 +274,7 @@ var errFenced = errors.New("row rewritten by another compactor since it was read
 func (c *Compactor) putFenced(ctx context.Context, p *compactPlan) error {
 	conds := c.conds[:0]
 	for _, f := range p.fences {
-		conds = append(conds, table.CondPut{Row: p.puts[f.from].Row, Family: FamilyFence, Qualifier: f.qualifier, Expected: f.expected, Put: p.puts[f.from:f.to]})
+		conds = append(conds, table.CondPut{Row: p.puts[f.from].Row, Family: FamilyFence, Qualifier: fenceQualifier, Expected: f.expected, Put: p.puts[f.from:f.to]})
 	}
 	c.conds = conds
 	defer clear(c.conds)

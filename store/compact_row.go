@@ -62,12 +62,12 @@ type rowFence struct {
 	from, to             int
 	chunksFrom, chunksTo int
 	rawFrom, rawTo       int
-	qualifier            []byte
 	expected, wrote      []byte
 }
 
 // fenceQualifier is the fence cell's qualifier, shared by every put of it
-// (never written to: its capacity is its length, so an append copies).
+// and every condition on it (never written to: its capacity is its length,
+// so an append copies).
 var fenceQualifier = slices.Clip(cellcodec.AppendFenceQualifier(nil))
 
 func (p *compactPlan) reset() {
@@ -164,7 +164,7 @@ func (p *compactPlan) addRow(key []byte, hourMillis int64, cells []table.Cell) e
 		p.rows++
 		return nil
 	}
-	f := rowFence{from: nPuts, chunksFrom: nChunks, chunksTo: len(p.delChunks), rawFrom: nRaw, rawTo: len(p.delRaw), qualifier: fenceQualifier}
+	f := rowFence{from: nPuts, chunksFrom: nChunks, chunksTo: len(p.delChunks), rawFrom: nRaw, rawTo: len(p.delRaw)}
 	if fence != nil {
 		f.expected = fence.Value
 	}

@@ -93,20 +93,25 @@ func benchScan(b *testing.B, opts table.ScanOptions, wantRows int) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		sc := tb.Scan(ctx, opts)
-		n := 0
-		for sc.Next() {
-			n++
-		}
-		if err := sc.Err(); err != nil {
-			b.Fatal(err)
-		}
-		_ = sc.Close()
-		if n != wantRows {
-			b.Fatalf("scanned %d rows, want %d", n, wantRows)
-		}
+		scanRows(b, tb, opts, wantRows)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(cells)), "ns/cell")
+}
+
+// scanRows scans t with opts and fails b unless it returns wantRows rows.
+func scanRows(b *testing.B, t table.Table, opts table.ScanOptions, wantRows int) {
+	sc := t.Scan(context.Background(), opts)
+	n := 0
+	for sc.Next() {
+		n++
+	}
+	if err := sc.Err(); err != nil {
+		b.Fatal(err)
+	}
+	_ = sc.Close()
+	if n != wantRows {
+		b.Fatalf("scanned %d rows, want %d", n, wantRows)
+	}
 }
 
 // BenchmarkScan reads 1000 rows of 100 cells; ns/cell counts all cells stored.
@@ -244,18 +249,7 @@ func BenchmarkScanFamilyBeside(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				sc := tt.Scan(ctx, table.ScanOptions{Family: "t"})
-				n := 0
-				for sc.Next() {
-					n++
-				}
-				if err := sc.Err(); err != nil {
-					b.Fatal(err)
-				}
-				_ = sc.Close()
-				if n != rows {
-					b.Fatalf("scanned %d rows, want %d", n, rows)
-				}
+				scanRows(b, tt, table.ScanOptions{Family: "t"}, rows)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
 		})
